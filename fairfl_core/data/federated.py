@@ -80,6 +80,7 @@ class FederatedDataset:
     stand_in: str | None = None
     source: str = ""
     meta: dict = field(default_factory=dict)
+    _normalised: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # -- shape -------------------------------------------------------------------------------------------
     @property
@@ -125,18 +126,26 @@ class FederatedDataset:
         )
 
     def inputs(self, idx: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-        """Model inputs for sample indices ``idx`` (any shape): uint8 images are scaled and normalised."""
+        """Model inputs for sample indices ``idx`` (any shape): uint8 images scaled and normalised.
+
+        The whole pool is converted once per dtype and kept beside ``x``, so a local step only gathers
+        (about 5% of a W1 round otherwise; ``benchmarks/README.md``).
+        """
+        if self.x.dtype == torch.uint8:
+            if dtype not in self._normalised:
+                self._normalised[dtype] = self._normalise(self.x, dtype)
+            return self._normalised[dtype][idx]
         x = self.x[idx]
-        if x.dtype == torch.uint8:
-            x = x.to(dtype) / 255.0
-            if self.mean is not None:
-                shape = (1,) * (x.dim() - len(self.input_shape)) + (-1,) + (1,) * (len(self.input_shape) - 1)
-                mean = torch.tensor(self.mean, dtype=dtype, device=x.device).view(shape)
-                std = torch.tensor(self.std, dtype=dtype, device=x.device).view(shape)
-                x = (x - mean) / std
-        elif x.is_floating_point():
-            x = x.to(dtype)
-        return x
+        return x.to(dtype) if x.is_floating_point() else x
+
+    def _normalise(self, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        x = x.to(dtype) / 255.0
+        if self.mean is None:
+            return x
+        shape = (1,) * (x.dim() - len(self.input_shape)) + (-1,) + (1,) * (len(self.input_shape) - 1)
+        mean = torch.tensor(self.mean, dtype=dtype, device=x.device).view(shape)
+        std = torch.tensor(self.std, dtype=dtype, device=x.device).view(shape)
+        return (x - mean) / std
 
     def padded(self, split: str = "train") -> tuple[torch.Tensor, torch.Tensor]:
         """``[K, max_n]`` index matrix (padding repeats index 0) and the per-client counts."""

@@ -61,3 +61,16 @@ def test_plot_label_distribution(fed, kind):
     with pytest.raises(ValueError, match="kind='pie'"):
         fed.plot_label_distribution(kind="pie")
     plt.close("all")
+
+
+def test_inputs_scale_and_normalise_uint8_images_per_channel(fed):
+    from dataclasses import replace
+
+    x = torch.zeros(12, 2, 1, 1, dtype=torch.uint8)
+    x[3, 0], x[3, 1] = 51, 255  # 0.2 and 1.0 after scaling
+    data = replace(fed, x=x, mean=(0.1, 0.5), std=(0.5, 0.25))
+    out = data.inputs(torch.tensor([[3, 0]]), torch.float64)
+    assert out.shape == (1, 2, 2, 1, 1) and out.dtype == torch.float64
+    assert out[0, 0].flatten().tolist() == pytest.approx([(0.2 - 0.1) / 0.5, (1.0 - 0.5) / 0.25])
+    assert out[0, 1].flatten().tolist() == pytest.approx([-0.1 / 0.5, -0.5 / 0.25])
+    assert data.inputs(torch.tensor([0]), torch.float32).dtype == torch.float32  # one cache per dtype
