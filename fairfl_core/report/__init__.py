@@ -18,7 +18,13 @@ from fairfl_core.report.figures import (
     save_figure,
 )
 from fairfl_core.report.paper import experiment_paper_values, load_paper_results
-from fairfl_core.report.results import load_client_accuracies, load_curves, load_runs, outcome_table
+from fairfl_core.report.results import (
+    load_client_accuracies,
+    load_curves,
+    load_diagnostics,
+    load_runs,
+    outcome_table,
+)
 from fairfl_core.report.tables import aggregate, format_mean_std, results_table, save_table
 
 __all__ = [
@@ -30,6 +36,7 @@ __all__ = [
     "format_mean_std",
     "load_client_accuracies",
     "load_curves",
+    "load_diagnostics",
     "load_paper_results",
     "load_runs",
     "outcome_table",

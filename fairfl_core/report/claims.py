@@ -59,10 +59,10 @@ def _stat(agg: pd.DataFrame, dataset: str, method: str, metric: str) -> tuple[fl
     return float(row["mean"]), float(row["std"]), int(row["n"])
 
 
-def _paper_value(paper: pd.DataFrame | None, data: str, method: str, metric: str) -> float | None:
+def _paper_value(paper: pd.DataFrame | None, dataset: str, method: str, metric: str) -> float | None:
     if paper is None or paper.empty:
         return None
-    hit = paper[(paper["data"] == data) & (paper["method"] == method) & (paper["metric"] == metric)]
+    hit = paper[(paper["dataset"] == dataset) & (paper["method"] == method) & (paper["metric"] == metric)]
     return None if hit.empty else float(hit["paper_value"].iloc[0])
 
 
@@ -73,12 +73,11 @@ def _verdict(claim: Claim, value: float | None, reference: float | None) -> str:
 
 
 def _check_one(claim: Claim, agg: pd.DataFrame, paper: pd.DataFrame | None, dataset: str) -> dict:
-    data = agg.loc[agg["dataset"] == dataset, "data"].iloc[0]
     left = _stat(agg, dataset, claim.method, claim.metric)
     if isinstance(claim.than, (int, float)):
         right, reference_name = (float(claim.than), math.nan, 0), "constant"
     elif claim.than == PAPER:
-        value = _paper_value(paper, data, claim.method, claim.metric)
+        value = _paper_value(paper, dataset, claim.method, claim.metric)
         right, reference_name = (None if value is None else (value, math.nan, 0)), "paper"
     else:
         right, reference_name = _stat(agg, dataset, claim.than, claim.metric), claim.than
@@ -86,11 +85,11 @@ def _check_one(claim: Claim, agg: pd.DataFrame, paper: pd.DataFrame | None, data
     diff = value - reference if left and right else math.nan
     in_paper = "n/a"
     if claim.than != PAPER:
-        p_left = _paper_value(paper, data, claim.method, claim.metric)
+        p_left = _paper_value(paper, dataset, claim.method, claim.metric)
         p_right = (
             float(claim.than)
             if reference_name == "constant"
-            else _paper_value(paper, data, claim.than, claim.metric)
+            else _paper_value(paper, dataset, claim.than, claim.metric)
         )
         in_paper = "n/a" if p_left is None or p_right is None else _verdict(claim, p_left, p_right)
     return {

@@ -61,13 +61,14 @@ def experiment_paper_values(
     experiment: Experiment, runs: pd.DataFrame, directory: str | Path = PAPER_RESULTS_DIR
 ) -> pd.DataFrame:
     """The paper numbers that ``experiment``'s runs reproduce, keyed like the results:
-    ``data, method, metric, paper_value, paper_std, paper_dataset, source``.
+    ``dataset, data, method, metric, paper_value, paper_std, paper_dataset, source`` (``dataset`` is the
+    runs' display label, so a stand-in run and a real run of the same ``data`` never share a number).
 
     A method is matched to the paper row named in its ``Method.paper_row``; a dataset to the paper column
     ``experiment.paper.datasets[data]``, or, for a stand-in run, to the dataset it stands in for.
     Empty when the experiment cites no paper table.
     """
-    columns = ["data", "method", "metric", "paper_value", "paper_std", "paper_dataset", "source"]
+    columns = ["dataset", "data", "method", "metric", "paper_value", "paper_std", "paper_dataset", "source"]
     if experiment.paper is None:
         return pd.DataFrame(columns=columns)
     ref = experiment.paper
@@ -81,7 +82,7 @@ def experiment_paper_values(
         )
     rows = {m.paper_row: m.label for m in experiment.method_list() if m.paper_row}
     datasets = (
-        runs[["data", "stand_in"]]
+        runs[["dataset", "data", "stand_in"]]
         .drop_duplicates()
         .assign(
             paper_dataset=lambda d: [
@@ -94,6 +95,6 @@ def experiment_paper_values(
         values[values["method"].isin(rows)]
         .assign(method=lambda d: d["method"].map(rows))
         .rename(columns={"dataset": "paper_dataset", "value": "paper_value", "std": "paper_std"})
-        .merge(datasets[["data", "paper_dataset"]], on="paper_dataset")
+        .merge(datasets[["dataset", "data", "paper_dataset"]], on="paper_dataset")
     )
     return out[columns].reset_index(drop=True)

@@ -18,6 +18,7 @@ from fairfl_core.experiments.sweep import SweepOutcome
 __all__ = [
     "CURVE_METRICS",
     "load_client_accuracies",
+    "load_diagnostics",
     "load_curves",
     "load_runs",
     "outcome_table",
@@ -149,3 +150,21 @@ def outcome_table(outcomes: Iterable[SweepOutcome]) -> pd.DataFrame:
             for o in outcomes
         ]
     )
+
+
+def load_diagnostics(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per-round diagnostics of ``runs`` (e.g. FedEBA+'s ``fair_angle``, ``branch``, ``weights_entropy``,
+    ``extra_comms``): one row per (run, round) with the run's method, dataset and seed."""
+    rows = [
+        {
+            "method": run.method,
+            "dataset": run.dataset,
+            "seed": run.seed,
+            "hash": run.hash,
+            "round": rec["round"],
+        }
+        | rec["diagnostics"]
+        for run in runs.itertuples(index=False)
+        for rec in RunStore(run.path).records("rounds")
+    ]
+    return pd.DataFrame(rows)

@@ -92,8 +92,8 @@ def results_table(
     agg = aggregate(runs, metrics)
     if paper is not None and len(paper):
         agg = agg.merge(
-            paper[["data", "method", "metric", "paper_value", "paper_std"]],
-            on=["data", "method", "metric"],
+            paper[["dataset", "method", "metric", "paper_value", "paper_std"]],
+            on=["dataset", "method", "metric"],
             how="left",
         )
     agg["reproduced"] = [

@@ -96,7 +96,9 @@ def test_gap_table_recomputes_the_papers_discrepancy_from_its_rows():
         }
         for i, label in enumerate(m.values())
     }
-    runs = pd.DataFrame({"data": ["fashion_mnist"], "stand_in": ["FEMNIST-3-groups"]})
+    runs = pd.DataFrame(
+        {"dataset": ["fashion_mnist (stand-in)"], "data": ["fashion_mnist"], "stand_in": ["FEMNIST-3-groups"]}
+    )
     paper = experiment_paper_values(exp, runs)
     table = G.gap_table(exp, _agg(groups), paper).set_index("paper row")
     assert table.loc["GIFAIR-FL-Global", "discrepancy paper (printed)"] == 6.0

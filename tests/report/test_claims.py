@@ -11,21 +11,21 @@ from tests.report.conftest import make_config, two_method_results, write_run
 PAPER_VALUES = pd.DataFrame(
     [
         {
-            "data": "fashion_mnist",
+            "dataset": "fashion_mnist",
             "method": "FedAvg",
             "metric": "var",
             "paper_value": 62.44,
             "paper_std": 4.55,
         },
         {
-            "data": "fashion_mnist",
+            "dataset": "fashion_mnist",
             "method": "FedProx",
             "metric": "var",
             "paper_value": 55.0,
             "paper_std": 1.0,
         },
         {
-            "data": "fashion_mnist",
+            "dataset": "fashion_mnist",
             "method": "FedAvg",
             "metric": "global_acc",
             "paper_value": 86.49,
@@ -118,3 +118,11 @@ def test_invalid_claims_are_rejected_with_the_fix(agg):
         check_claims([Claim("x", "worst5", "FedAvg", "<", "FedProx")], agg)
     with pytest.raises(ValueError, match="dataset 'cifar10' not in the results"):
         check_claims([Claim("x", "var", "FedAvg", "<", "FedProx", dataset="cifar10")], agg)
+
+
+def test_a_stand_in_run_never_takes_the_real_datasets_paper_number(tmp_path):
+    # the same data name (fashion_mnist), but the runs stand in for CIFAR-10: the FashionMNIST numbers
+    # keyed by the real run's label must not be used
+    agg = aggregate(load_runs(tmp_path, two_method_results(tmp_path, stand_in="CIFAR-10")), metrics=["var"])
+    row = _one(Claim("matches paper", "var", "FedAvg", "≈", PAPER, tolerance=1), agg, PAPER_VALUES)
+    assert row["dataset"] == "fashion_mnist (stand-in for CIFAR-10)" and row["result"] == "missing"

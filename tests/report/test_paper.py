@@ -94,6 +94,7 @@ def test_a_stand_in_run_is_compared_with_the_dataset_it_stands_in_for(tmp_path):
     runs = load_runs(tmp_path, two_method_results(tmp_path, stand_in="CIFAR-10"))
     values = experiment_paper_values(_experiment(), runs, tmp_path)
     assert values[["paper_dataset", "metric", "paper_value"]].values.tolist() == [["CIFAR-10", "var", 103.83]]
+    assert values["dataset"].tolist() == ["fashion_mnist (stand-in for CIFAR-10)"]
 
 
 def test_experiment_without_paper_table_has_no_values_and_wrong_table_is_named(tmp_path):

@@ -4,7 +4,13 @@ from fairfl_core.experiments.config import config_hash
 from fairfl_core.experiments.runner import RunResult
 from fairfl_core.experiments.store import RunStore
 from fairfl_core.experiments.sweep import SweepOutcome
-from fairfl_core.report.results import load_client_accuracies, load_curves, load_runs, outcome_table
+from fairfl_core.report.results import (
+    load_client_accuracies,
+    load_curves,
+    load_diagnostics,
+    load_runs,
+    outcome_table,
+)
 from tests.report.conftest import make_config, two_method_results, write_run
 
 
@@ -106,3 +112,21 @@ def test_outcome_table_reports_status_and_first_error_line(tmp_path):
             "error": "ValueError: boom",
         },
     ]
+
+
+def test_load_diagnostics_has_one_row_per_run_and_round_with_the_logged_values(tmp_path):
+    configs = two_method_results(tmp_path)
+    runs = load_runs(tmp_path, configs)
+    fedavg0 = runs[(runs["method"] == "FedAvg") & (runs["seed"] == 0)].iloc[0]
+    store = RunStore(fedavg0["path"])
+    for t, branch in enumerate(["gradient", "model"]):
+        diagnostics = {"fair_angle": 10.0 * t, "branch": branch}
+        store.append("rounds", {"round": t, "selected": [0], "diagnostics": diagnostics})
+    diags = load_diagnostics(runs)
+    mine = diags[diags["hash"] == fedavg0["hash"]]
+    assert mine[["round", "fair_angle", "branch"]].values.tolist() == [
+        [0, 0.0, "gradient"],
+        [1, 10.0, "model"],
+    ]
+    assert set(mine["method"]) == {"FedAvg"} and set(mine["seed"]) == {0}
+    assert len(diags) == 2  # the other runs logged no rounds

@@ -50,6 +50,7 @@ def _paper(method="FedAvg", metric="var", value=62.44, std=4.55):
     return pd.DataFrame(
         [
             {
+                "dataset": "fashion_mnist",
                 "data": "fashion_mnist",
                 "method": method,
                 "metric": metric,

@@ -30,13 +30,11 @@ import pandas as pd
 
 from fairfl_core.data.sources import data_root
 from fairfl_core.experiments.profiles import Experiment, Method, PaperTable, Profile, register_experiment
-from fairfl_core.experiments.store import RunStore
 
 __all__ = [
     "NOT_IMPLEMENTED",
     "PAPER",
     "cifar10_stand_in",
-    "load_diagnostics",
     "paper_values",
     "with_extra_cost",
     "with_not_implemented",
@@ -264,31 +262,15 @@ def paper_values(experiment: Experiment, runs: pd.DataFrame, tables: tuple[str, 
         experiment_paper_values(replace(experiment, paper=replace(experiment.paper, table=t)), runs)
         for t in tables
     ]
-    return pd.concat(parts, ignore_index=True).drop_duplicates(["data", "method", "metric"])
-
-
-def load_diagnostics(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per-round diagnostics of ``runs`` (e.g. FedEBA+'s ``fair_angle``, ``branch``, ``weights_entropy``,
-    ``extra_comms``): one row per (run, round) with the run's method, dataset and seed."""
-    rows = [
-        {
-            "method": run.method,
-            "dataset": run.dataset,
-            "seed": run.seed,
-            "hash": run.hash,
-            "round": rec["round"],
-        }
-        | rec["diagnostics"]
-        for run in runs.itertuples(index=False)
-        for rec in RunStore(run.path).records("rounds")
-    ]
-    return pd.DataFrame(rows)
+    return pd.concat(parts, ignore_index=True).drop_duplicates(["dataset", "method", "metric"])
 
 
 def with_extra_cost(runs: pd.DataFrame) -> pd.DataFrame:
     """``runs`` plus Table 3's columns from the per-round diagnostics: ``extra_cost`` (%, extra exchanges /
     all exchanges after the last round) and ``gradient_rounds`` (% of rounds that aligned gradients); NaN
     for methods that log no fair-angle branch."""
+    from fairfl_core.report.results import load_diagnostics  # report imports the experiment catalogue
+
     diags = load_diagnostics(runs)
     if "branch" not in diags:
         return runs.assign(extra_cost=math.nan, gradient_rounds=math.nan)
