@@ -1,23 +1,28 @@
 """PropFair (Zhang, Malekmohammadi, Chen, Yu, TMLR 2023, "Proportional Fairness in Federated Learning").
 
 Proportional fairness maximises Σ_k log(M − f_k(θ)) (the Nash bargaining solution with disagreement
-point M); each client runs local SGD on the surrogate of its minibatch loss f (Alg. 1)::
+point M); each client runs plain local SGD on a surrogate of its mean minibatch loss f. We follow the
+official code (huawei-noah/Federated-Learning ``FairFL/algs/algorithms.py``, class ``PropFair``; the same
+rule in vaseline555/AAggFF ``src/client/propfairclient.py``)::
 
-    L(f) = −log(M − f)                     if f ≤ M − ε
-    L(f) = −log ε + (f − (M − ε)) / ε      otherwise  (first-order continuation, ``continuation="linear"``)
+    L(f) = −log(1 − f/M)     if M − f ≥ ε       (log barrier: ∇L = ∇f / (M − f))
+    L(f) = f / M             if M − f < ε       (default, ``huber=False``: ∇L = ∇f / M)
+    L(f) = f / ε             if M − f < ε       (``huber=True``: ∇L = ∇f / ε)
 
-so ∇L = ∇f / (M − f) below the threshold: clients with a high loss take larger steps. The official code
-(huawei-noah/Federated-Learning ``FairFL/algorithms``, also vaseline555/AAggFF ``propfairclient.py``)
-has the linear branch behind ``huber=True`` and by default uses f / M beyond the threshold
-(``continuation="ratio"``). The two coincide for FedEBA+'s Table 1 setting M = ε = 0.2 (every positive loss
-is past the threshold and ∇L = ∇f / 0.2). Aggregation is FedAvg's. Defaults: FedEBA+ Table 1/6 (M = 0.2,
-ε = 0.2).
+The paper's Alg. 1 writes the barrier as −log(M − f) and its Huber-style continuation as
+−log ε + (f − (M − ε))/ε; both differ from the code's forms by constants only, so ``huber=True`` trains
+exactly as the paper's formula (only the reported surrogate value differs). The code's default
+continuation f/M cuts the slope from ≈ 1/ε to 1/M past the threshold ("to avoid divergence" for badly
+fitted batches). Both references fix ε = 0.2 and use plain SGD at the FedAvg learning rate, no clipping.
+With FedEBA+'s Table 1 setting M = ε = 0.2 every positive loss is past the threshold under either
+continuation, so PropFair is FedAvg on 5·f (5× the learning rate; at FedEBA+'s η = 0.1 it diverges in
+round 2 on that Fashion-MNIST workload, as FedAvg at η = 0.5 does). Aggregation is FedAvg's.
+Defaults: FedEBA+ Table 1/6 (M = 0.2, ε = "thres" = 0.2), continuation as in the official code.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,17 +34,16 @@ from fairfl_core.sim.local import LocalSpec
 
 __all__ = ["PropFair", "PropFairHyper", "propfair_objective"]
 
-CONTINUATIONS = ("linear", "ratio")
-
 
 @dataclass
 class PropFairHyper(FedAvgHyper):
-    """``M``: the baseline (disagreement point) of the bargaining game; ``eps``: the threshold below M where
-    the log barrier is continued; ``continuation``: ``linear`` (paper, Huber-style) or ``ratio`` (f/M)."""
+    """``M``: the baseline (disagreement point) of the bargaining game; ``eps``: the margin below M where
+    the log barrier stops (FedEBA+'s "thres"); ``huber``: continue past it with f/ε (paper Alg. 1, the
+    official code's ``huber=True``) instead of f/M (the official default)."""
 
     M: float = 0.2
     eps: float = 0.2
-    continuation: str = "linear"
+    huber: bool = False
 
     def __post_init__(self):
         super().__post_init__()
@@ -47,29 +51,18 @@ class PropFairHyper(FedAvgHyper):
             raise ValueError(f"M (the PropFair baseline) must be positive, got {self.M}")
         if not self.eps > 0:
             raise ValueError(f"eps (the PropFair threshold) must be positive, got {self.eps}")
-        if self.continuation not in CONTINUATIONS:
-            raise ValueError(f"continuation must be one of {CONTINUATIONS}, got {self.continuation!r}")
 
 
-def propfair_objective(
-    loss: torch.Tensor, M: float, eps: float, continuation: str = "linear"
-) -> torch.Tensor:
-    """PropFair's surrogate of a minibatch loss f (paper Alg. 1; see the module docstring).
+def propfair_objective(loss: torch.Tensor, M: float, eps: float, huber: bool = False) -> torch.Tensor:
+    """PropFair's surrogate of a mean minibatch loss f (official code; see the module docstring).
 
-    Branch-free (``torch.where``) so it runs under ``vmap``; the log only ever sees losses of its own
-    branch (others are replaced by 0 first), so the unused branch never produces NaN gradients. f ≤ M − ε
-    takes the log branch (the official code's test ``M − f < ε`` for the continuation).
+    The branch test is the code's ``M − f < ε``. Branch-free (``torch.where``) so it runs under ``vmap``;
+    the log only sees losses of its own branch (others are replaced by 0 first), so the unused branch never
+    produces NaN gradients, also for f ≥ M.
     """
-    knee = M - eps
-    on_barrier = loss <= knee
-    barrier = -torch.log(M - torch.where(on_barrier, loss, torch.zeros_like(loss)))
-    if continuation == "linear":
-        beyond = -math.log(eps) + (loss - knee) / eps
-    elif continuation == "ratio":
-        beyond = loss / M
-    else:
-        raise ValueError(f"continuation must be one of {CONTINUATIONS}, got {continuation!r}")
-    return torch.where(on_barrier, barrier, beyond)
+    beyond = M - loss < eps
+    barrier = -torch.log1p(-torch.where(beyond, torch.zeros_like(loss), loss) / M)
+    return torch.where(beyond, loss / (eps if huber else M), barrier)
 
 
 @register("propfair")
@@ -77,7 +70,5 @@ class PropFair(FedAvg):
     Hyper = PropFairHyper
 
     def local_spec(self, t: int, clients: np.ndarray) -> LocalSpec:
-        objective = functools.partial(
-            propfair_objective, M=self.hp.M, eps=self.hp.eps, continuation=self.hp.continuation
-        )
+        objective = functools.partial(propfair_objective, M=self.hp.M, eps=self.hp.eps, huber=self.hp.huber)
         return self.sim.local_spec(t, objective=objective)

@@ -8,8 +8,15 @@ runs its local steps on the corrected direction g_i(y) + c − c_i (``LocalSpec.
     c ← c + (1/N) Σ_{i∈S} (c_i⁺ − c_i)                          (line 17: c + |S|/N · mean Δc_i)
 
 so that c = (1/N) Σ_i c_i holds after every round. K_i is client i's number of local steps this round (in
-epoch mode it depends on n_i: E·⌈n_i / B⌉) and η_l the round's client learning rate. With plain SGD
-(no momentum, no weight decay) c_i⁺ is the mean minibatch gradient along client i's local trajectory.
+epoch mode it depends on n_i: E·⌈n_i / B⌉) and η_l the round's (decayed) client learning rate. With plain
+SGD (no momentum, no weight decay) c_i⁺ is the mean minibatch gradient along client i's local trajectory.
+Same update as FLGo ``flgo/algorithm/scaffold.py`` and NIID-Bench ``train_net_scaffold`` (zero initial
+controls, Δc summed over S and divided by N, uniform mean of Δy); neither clips gradients.
+
+Stability: on the FedEBA+ Fashion-MNIST workload (2 label shards per client, K = 10, η_l = 0.1) this
+faithful update diverges (a large c_i drives its client's next trajectory far off, which makes c_i⁺
+larger still); η_l = 0.05 trains. The references counter it only through their smaller default learning
+rates (NIID-Bench and Flower's niid_bench baseline use 0.01).
 """
 
 from __future__ import annotations

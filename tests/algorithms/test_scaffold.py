@@ -41,7 +41,7 @@ def test_first_round_with_zero_controls_is_fedavg():
 
 @pytest.mark.parametrize("work", [{"local_steps": 3}, {"local_steps": None, "local_epochs": 1}])
 def test_control_identities_hold_after_each_round(work):
-    sim = tiny_sim(**work)
+    sim = tiny_sim(lr=0.2, lr_decay=0.5, **work)
     algo = build_algorithm("scaffold", sim, {"server_lr": 0.7})
     sizes = sim.train_sizes  # 7, 12, ..., 32 samples; batch size 4
     for r in range(3):
@@ -50,9 +50,11 @@ def test_control_identities_hold_after_each_round(work):
         local = sim.engine.train(clients, algo.w, spec, sim.seed_for(r, "batches")).params
         w, c, c_i = algo.w, algo.state["c"], algo.state["c_i"]
         algo.round(r)
-        # K_i: 3 steps, or one epoch of ⌈n_i / 4⌉ minibatches (2, 3, 5, 6, 7, 8 for the six clients)
+        # K_i: 3 steps, or one epoch of ⌈n_i / 4⌉ minibatches (2, 3, 5, 6, 7, 8 for the six clients);
+        # η_l: the round's decayed client learning rate 0.2 · 0.5^r, the one the local steps used
         k = [3] * len(clients) if work.get("local_steps") else [math.ceil(sizes[i] / 4) for i in clients]
-        expected = c_i[clients] - c + (w - local) / (torch.tensor(k, dtype=w.dtype)[:, None] * spec.lr)
+        lr = 0.2 * 0.5**r
+        expected = c_i[clients] - c + (w - local) / (torch.tensor(k, dtype=w.dtype)[:, None] * lr)
         assert torch.allclose(algo.state["c_i"][clients], expected)
         others = np.setdiff1d(np.arange(sim.num_clients), clients)
         assert torch.equal(algo.state["c_i"][others], c_i[others])
