@@ -11,6 +11,9 @@ Methods and hyper-parameters follow Table 7 (the configurations behind Table 1):
 ε = 0.03, PropFair M = 0.2 / ε = 0.2, TERM t = 0.1, Ditto λ = 0.5 (grid {0, 0.5}), AAggFF with the normal
 CDF; FedEBA+ α = 0.9, τ = 0.1, θ = 0°; Prac-FedEBA+ θ = 15° (α, τ as FedEBA+, A16). FOCUS, lp-proj and
 Rank-Core-Fed are not implemented (``NOT_IMPLEMENTED`` says why); their rows are kept, marked, in the tables.
+PropFair at M = ε = 0.2 is, in the official code, FedAvg on 5× the loss (every positive loss is past the
+threshold): at η = 0.1 it diverges in round 2, as FedAvg at η = 0.5 does, so its row is reported as diverged
+and Table 7's M = 5 runs beside it (no paper row).
 
 FedEBA+'s fair gradient g̃: with the literal units of Eqs. 10–11 (the algorithm's default) FedEBA+ diverged
 within 15 rounds at the paper's settings, so every FedEBA+ run here uses ``fair_grad_units="update"``
@@ -57,6 +60,7 @@ TABLE1 = (
     Method("FedMGDA+ (ε=0.03)", "fedmgda+", {"epsilon": 0.03}, "FedMGDA+"),
     Method("Ditto (λ=0.5)", "ditto", {"lam": 0.5}, "Ditto"),
     Method("PropFair (M=0.2, ε=0.2)", "propfair", {"M": 0.2, "eps": 0.2}, "PropFair"),
+    Method("PropFair (M=5, ε=0.2; Table 7 grid)", "propfair", {"M": 5.0, "eps": 0.2}),
     Method("TERM (t=0.1)", "term", {"t": 0.1}, "TERM"),
     Method("AAggFF (normal CDF)", "aaggff", {"cdf": "normal"}, "AAggFF"),
     Method("Prac-FedEBA+ (θ=15°)", "prac_fedeba+", {"theta": 15.0}, "Prac-FedEBA+"),
