@@ -2,8 +2,9 @@
 
 ``make_federated`` loads the dataset, partitions its train pool over clients (``partition.py``), gives every
 client a test set (a local 80/20 split by default; the test pool cut to match each client's labels with
-``client_test='matched'``; the loader's own per-owner split for ``natural``) and puts it all in one
-`FederatedDataset` whose sample pool is the train pool followed by the test pool.
+``client_test='matched'``; the loader's own per-owner split for ``natural``), optionally a validation set
+(``val_frac``), and puts it all in one `FederatedDataset` whose sample pool is the train pool followed by
+the test pool.
 """
 
 from __future__ import annotations
@@ -219,7 +220,14 @@ class DataSpec:
     each client's training labels (Equitable-FL A6, SubTrunc §4.2), ``group`` = one test pool per group
     shared by its clients: the official test samples of the classes the group's clients hold (label-
     disjoint clusters, Equitable-FL Table 1, GIFAIR FEMNIST-3-groups); ``natural`` always uses the loader's
-    per-owner test split. ``pooled_test``: ``official`` test set or ``local_union`` of the client test sets.
+    per-owner test split. ``val_frac`` > 0 holds out that share of each client's data for validation
+    (GIFAIR-FL §4: train / val / test = 70 / 10 / 20 with test_frac 0.2, val_frac 0.1): with ``local`` tests
+    a third part of the same random split (the test part unchanged); with ``matched`` / ``group`` tests a
+    random share of the client's data; with ``natural`` the last ``val_frac`` of the owner's samples (train +
+    test) taken from the end of its training part, after the loader's ``window_gap`` (Shakespeare: the
+    windows overlapping them), as LEAF draws its leak-free train/test boundary. p_k stays the training
+    count.
+    ``pooled_test``: ``official`` test set or ``local_union`` of the client test sets.
     ``partition_seed``: None = the run seed (FedEBA+ §4.1 recommends a fixed one). ``stand_in``: the paper
     dataset this one replaces, e.g. "CIFAR-10". ``loader_options`` go to the loader (e.g. download, split,
     classes)."""
@@ -230,6 +238,7 @@ class DataSpec:
     partition_options: dict = field(default_factory=dict)
     root: str | None = None
     test_frac: float = 0.2
+    val_frac: float = 0.0
     client_test: str = "local"
     pooled_test: str = "official"
     partition_seed: int | None = None
@@ -245,6 +254,11 @@ class DataSpec:
             raise ValueError(f"num_clients={self.num_clients} must be >= 1")
         if not 0 <= self.test_frac < 1:
             raise ValueError(f"test_frac={self.test_frac} must be in [0, 1) (each client's local test share)")
+        if not 0 <= self.val_frac or not self.test_frac + self.val_frac < 1:
+            raise ValueError(
+                f"val_frac={self.val_frac} with test_frac={self.test_frac}: need val_frac >= 0 and "
+                "test_frac + val_frac < 1 (each client keeps training data); lower val_frac or test_frac"
+            )
         if self.partition == "natural" and self.client_test != "local":
             raise ValueError(
                 f"client_test={self.client_test!r} does not apply to partition='natural' (owners keep their "
@@ -274,9 +288,20 @@ def _tensors(parts: list[np.ndarray], offset: int, device) -> list[torch.Tensor]
     return [torch.from_numpy(np.asarray(ix, dtype=np.int64) + offset).to(device) for ix in parts]
 
 
+def _natural_validation(
+    part: _Partition, val_frac: float, gap: int
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The last ``val_frac`` of each owner's samples (train + test), carved from its training part after a
+    gap of ``gap`` samples (`partition.tail_holdout`)."""
+    sizes = [
+        P.holdout_size(val_frac, len(tr) + len(te)) for tr, te in zip(part.train, part.test, strict=True)
+    ]
+    return P.tail_holdout(part.train, sizes, gap)
+
+
 def make_federated(spec: DataSpec, seed: int, device: str | torch.device = "cpu") -> FederatedDataset:
     """Build the federated dataset ``spec`` describes. The partition draws from ``partition_seed`` (or
-    ``seed``), the per-client test splits from ``seed``: same inputs, same indices."""
+    ``seed``), the per-client test and validation splits from ``seed``: same inputs, same indices."""
     dataset = load_dataset(spec.name, spec.root, **spec.loader_options)
     partition_seed = seed if spec.partition_seed is None else spec.partition_seed
     part = PARTITIONS[spec.partition](
@@ -284,27 +309,30 @@ def make_federated(spec: DataSpec, seed: int, device: str | torch.device = "cpu"
     )
     split_rng = np.random.default_rng([seed, 1])
     n_train = len(dataset.y_train)
+    val = [np.empty(0, dtype=np.int64) for _ in part.train]
     if part.test is not None:
         train, test = part.train, _tensors(part.test, n_train, "cpu")
-    elif spec.client_test == "matched":
-        train = part.train
-        test = _tensors(
-            P.matched_test(part.train, dataset.y_train, dataset.y_test, split_rng), n_train, "cpu"
-        )
-    elif spec.client_test == "group":
-        if part.groups is None:
+        if spec.val_frac:
+            train, val = _natural_validation(part, spec.val_frac, dataset.meta.get("window_gap", 0))
+    elif spec.client_test == "local":
+        train, val, local_test = P.local_split(part.train, spec.test_frac, split_rng, spec.val_frac)
+        test = _tensors(local_test, 0, "cpu")
+    else:
+        if spec.client_test == "matched":
+            test_pool = P.matched_test(part.train, dataset.y_train, dataset.y_test, split_rng)
+        elif part.groups is None:
             raise ValueError(
                 f"client_test='group' needs a partition with groups: use partition='groups', not "
                 f"{spec.partition!r}"
             )
+        else:
+            test_pool = P.group_test_pools(part.train, part.groups, dataset.y_train, dataset.y_test)
+        test = _tensors(test_pool, n_train, "cpu")
         train = part.train
-        test = _tensors(
-            P.group_test_pools(part.train, part.groups, dataset.y_train, dataset.y_test), n_train, "cpu"
-        )
-    else:
-        train, local_test = P.local_split(part.train, spec.test_frac, split_rng)
-        test = _tensors(local_test, 0, "cpu")
+        if spec.val_frac:
+            train, val, _ = P.local_split(train, 0.0, np.random.default_rng([seed, 2]), spec.val_frac)
     client_train = _tensors(train, 0, device)
+    client_val = _tensors(val, 0, device)
     client_test = [ix.to(device) for ix in test]
     if spec.pooled_test == "official":
         pooled = torch.arange(n_train, n_train + len(dataset.y_test), device=device)
@@ -319,6 +347,7 @@ def make_federated(spec: DataSpec, seed: int, device: str | torch.device = "cpu"
         num_classes=dataset.num_classes,
         client_train=client_train,
         client_test=client_test,
+        client_val=client_val,
         pooled_test=pooled.to(device),
         groups=torch.as_tensor(groups, dtype=torch.int64, device=device),
         mean=dataset.mean,
@@ -334,6 +363,7 @@ def make_federated(spec: DataSpec, seed: int, device: str | torch.device = "cpu"
             "seed": seed,
             "client_test": "natural" if part.test is not None else spec.client_test,
             "test_frac": spec.test_frac if part.test is None and spec.client_test == "local" else None,
+            "val_frac": spec.val_frac,
             "pooled_test": spec.pooled_test,
             "train_pool": n_train,
             "test_pool": len(dataset.y_test),

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
-__all__ = ["Dataset", "FederatedDataset"]
+__all__ = ["SPLITS", "Dataset", "FederatedDataset"]
+
+SPLITS = ("train", "val", "test")  # the per-client index lists of a FederatedDataset
 
 
 @dataclass
@@ -60,9 +62,10 @@ class FederatedDataset:
     """A dataset split over clients.
 
     All samples (the train pool followed by the test pool) are in ``x``/``y``; clients hold int64 index
-    tensors into them. ``pooled_test`` indexes the global (standard) test set. ``groups[k]`` is client k's
-    group or cluster id (-1 when the partition has none). ``stand_in`` names the paper dataset this one
-    replaces, when it does.
+    tensors into them: ``client_train``, ``client_test`` and ``client_val`` (held-out validation samples,
+    ``DataSpec.val_frac``; one empty tensor per client when there are none, the default). ``pooled_test``
+    indexes the global (standard) test set. ``groups[k]`` is client k's group or cluster id (-1 when the
+    partition has none). ``stand_in`` names the paper dataset this one replaces, when it does.
     """
 
     name: str
@@ -80,7 +83,17 @@ class FederatedDataset:
     stand_in: str | None = None
     source: str = ""
     meta: dict = field(default_factory=dict)
+    client_val: list[torch.Tensor] = field(default_factory=list)
     _normalised: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.client_val:
+            self.client_val = [ix.new_empty(0) for ix in self.client_train]
+        if len(self.client_val) != len(self.client_train):
+            raise ValueError(
+                f"{self.name}: client_val has {len(self.client_val)} index tensors but there are "
+                f"{len(self.client_train)} clients; give one per client (empty for none) or leave it out"
+            )
 
     # -- shape -------------------------------------------------------------------------------------------
     @property
@@ -105,6 +118,14 @@ class FederatedDataset:
     def test_sizes(self) -> np.ndarray:
         return np.array([len(ix) for ix in self.client_test], dtype=np.int64)
 
+    def val_sizes(self) -> np.ndarray:
+        return np.array([len(ix) for ix in self.client_val], dtype=np.int64)
+
+    @property
+    def has_validation(self) -> bool:
+        """Whether any client holds validation samples."""
+        return any(len(ix) for ix in self.client_val)
+
     def label(self) -> str:
         """Display name, carrying the stand-in label wherever the dataset appears."""
         return f"{self.name} (stand-in for {self.stand_in})" if self.stand_in else self.name
@@ -121,6 +142,7 @@ class FederatedDataset:
             y=self.y.to(device),
             client_train=[ix.to(device) for ix in self.client_train],
             client_test=[ix.to(device) for ix in self.client_test],
+            client_val=[ix.to(device) for ix in self.client_val],
             pooled_test=self.pooled_test.to(device),
             groups=self.groups.to(device),
         )
@@ -147,9 +169,15 @@ class FederatedDataset:
         std = torch.tensor(self.std, dtype=dtype, device=x.device).view(shape)
         return (x - mean) / std
 
+    def client_indices(self, split: str = "train") -> list[torch.Tensor]:
+        """Each client's index tensor of ``split`` (one of `SPLITS`)."""
+        if split not in SPLITS:
+            raise ValueError(f"split={split!r} must be one of {list(SPLITS)}")
+        return getattr(self, f"client_{split}")
+
     def padded(self, split: str = "train") -> tuple[torch.Tensor, torch.Tensor]:
         """``[K, max_n]`` index matrix (padding repeats index 0) and the per-client counts."""
-        lists = self.client_train if split == "train" else self.client_test
+        lists = self.client_indices(split)
         counts = torch.tensor([len(ix) for ix in lists], dtype=torch.long, device=self.device)
         width = max(int(counts.max().item()), 1)
         out = torch.zeros(len(lists), width, dtype=torch.long, device=self.device)
@@ -158,20 +186,19 @@ class FederatedDataset:
         return out, counts
 
     # -- inspection ------------------------------------------------------------------------------------
-    def _split(self, split: str) -> list[torch.Tensor]:
-        if split not in ("train", "test"):
-            raise ValueError(f"split={split!r} must be 'train' or 'test'")
-        return self.client_train if split == "train" else self.client_test
-
     def class_counts(self, split: str = "train") -> np.ndarray:
         """``[K, C]`` number of samples of each class on each client."""
         labels = self.y.cpu().numpy()
         return np.stack(
-            [np.bincount(labels[ix.cpu().numpy()], minlength=self.num_classes) for ix in self._split(split)]
+            [
+                np.bincount(labels[ix.cpu().numpy()], minlength=self.num_classes)
+                for ix in self.client_indices(split)
+            ]
         ).astype(np.int64)
 
     def describe(self):
-        """One row per client: sizes, group, number of classes and the majority class's share (train)."""
+        """One row per client: sizes (train, test, validation), group, number of classes and the majority
+        class's share (train)."""
         import pandas as pd
 
         counts = self.class_counts("train")
@@ -183,6 +210,7 @@ class FederatedDataset:
                 "group": [self.group_names[g] if self.group_names and g >= 0 else int(g) for g in groups],
                 "n_train": n_train,
                 "n_test": self.test_sizes(),
+                "n_val": self.val_sizes(),
                 "classes": (counts > 0).sum(axis=1),
                 "majority_share": counts.max(axis=1) / np.maximum(n_train, 1),
             }
@@ -204,6 +232,7 @@ class FederatedDataset:
             "clients": self.num_clients,
             "train_samples": int(sizes.sum()),
             "test_samples": int(self.test_sizes().sum()),
+            "val_samples": int(self.val_sizes().sum()),
             "pooled_test": len(self.pooled_test),
             "train_size": spread(sizes),
             "classes_per_client": spread(classes),

@@ -20,6 +20,7 @@ __all__ = [
     "dirichlet",
     "equitable_fl_groups",
     "gifair_femnist_3groups",
+    "holdout_size",
     "iid",
     "label_groups",
     "local_split",
@@ -27,6 +28,7 @@ __all__ = [
     "natural",
     "pathological",
     "shards",
+    "tail_holdout",
 ]
 
 Indices = list[np.ndarray]
@@ -386,23 +388,58 @@ def natural(owner_ids, owners=None) -> Indices:
     return _int64(order[s:e] for s, e in zip(starts, ends, strict=True))
 
 
-# -- per-client test data -------------------------------------------------------------------------------
+# -- per-client test and validation data ----------------------------------------------------------------
+def holdout_size(frac: float, n: int) -> int:
+    """``round(frac * n)`` with halves rounded up: how many of ``n`` samples a ``frac`` share holds out."""
+    return int(np.floor(frac * n + 0.5))
+
+
 def local_split(
-    client_indices: Indices, test_frac: float, rng: np.random.Generator
-) -> tuple[Indices, Indices]:
-    """Shuffle each client's samples and split off ``round(test_frac * n)`` (halves up) as its local test
-    set (FedEBA+ A18: 80/20, FMNIST 600 -> 480 / 120). Returns (train, test)."""
+    client_indices: Indices, test_frac: float, rng: np.random.Generator, val_frac: float = 0.0
+) -> tuple[Indices, Indices, Indices]:
+    """Shuffle each client's samples: the last ``round(test_frac * n)`` (halves up) are its local test set,
+    the ``round(val_frac * n)`` before them its validation set, the rest its training set (FedEBA+ A18:
+    80/20, FMNIST 600 -> 480 / 0 / 120; GIFAIR-FL §4: 70/10/20, 500 -> 350 / 50 / 100). The shuffle and the
+    test set do not depend on ``val_frac``. Returns (train, val, test)."""
     if not 0 <= test_frac < 1:
         raise ValueError(
             f"test_frac={test_frac} must be in [0, 1) (the share of each client's data held out)"
         )
-    train, test = [], []
+    if not 0 <= val_frac < 1 - test_frac:
+        raise ValueError(
+            f"val_frac={val_frac} must be >= 0 and below 1 - test_frac = {1 - test_frac:g} (the share of "
+            "each client's data held out for validation): lower val_frac or test_frac"
+        )
+    train, val, test = [], [], []
     for ix in client_indices:
         shuffled = rng.permutation(np.asarray(ix, dtype=np.int64))
-        n_train = len(shuffled) - int(np.floor(test_frac * len(shuffled) + 0.5))
+        n_test = len(shuffled) - holdout_size(test_frac, len(shuffled))
+        n_train = n_test - holdout_size(val_frac, len(shuffled))
         train.append(shuffled[:n_train])
-        test.append(shuffled[n_train:])
-    return train, test
+        val.append(shuffled[n_train:n_test])
+        test.append(shuffled[n_test:])
+    return train, val, test
+
+
+def tail_holdout(client_indices: Indices, sizes: Sequence[int], gap: int = 0) -> tuple[Indices, Indices]:
+    """Hold out the last ``sizes[k]`` of client k's samples, in their order, and drop the ``gap`` samples
+    before them. For windows cut from one text (Shakespeare) the gap keeps every held-out input disjoint
+    from every kept one: LEAF's leak-free train/test rule, applied to a validation part carved from the
+    training windows. A client with nothing to hold out keeps all its samples. Returns (kept, held out)."""
+    if gap < 0:
+        raise ValueError(f"gap={gap} must be >= 0 (samples dropped between the kept and held-out parts)")
+    kept, held = [], []
+    for k, (ix, size) in enumerate(zip(client_indices, sizes, strict=True)):
+        ix = np.asarray(ix, dtype=np.int64)
+        cut = len(ix) - size - (gap if size else 0)
+        if size and cut < 1:
+            raise ValueError(
+                f"client {k}: {len(ix)} samples cannot give {size} held out after a gap of {gap} and keep "
+                "one: lower val_frac (or use more of the data, e.g. a smaller window_stride)"
+            )
+        kept.append(ix[:cut])
+        held.append(ix[len(ix) - size :])
+    return kept, held
 
 
 def _largest_remainder(

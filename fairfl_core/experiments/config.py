@@ -202,12 +202,24 @@ _NOT_IDENTITY = {
 }
 
 
+# Fields added after runs were cached, with the default that gives those runs' numbers: left out of the
+# identity while at that default, so every existing run directory keeps its hash.
+_ADDED_WITH_DEFAULT = {("data", "val_frac"): 0.0}
+
+
 def config_hash(cfg: ExperimentConfig) -> str:
     d = cfg.to_dict()
     for path in _NOT_IDENTITY:
-        node = d
-        for part in path[:-1]:
-            node = node[part]
-        node.pop(path[-1], None)
+        _node(d, path).pop(path[-1], None)
+    for path, default in _ADDED_WITH_DEFAULT.items():
+        if _node(d, path).get(path[-1]) == default:
+            _node(d, path).pop(path[-1])
     blob = json.dumps(d, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _node(d: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    """The dict holding the last key of ``path``."""
+    for part in path[:-1]:
+        d = d[part]
+    return d

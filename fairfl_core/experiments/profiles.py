@@ -45,13 +45,16 @@ PROFILES = ("smoke", "quick", "paper")
 @dataclass(frozen=True)
 class Profile:
     """One scale of an experiment. ``overrides`` are further ``section.field=value`` settings (as the CLI's
-    ``--set``), e.g. a smaller ``data.num_clients`` for smoke runs; the description must say so."""
+    ``--set``), e.g. a smaller ``data.num_clients`` for smoke runs; the description must say so.
+    ``methods`` replaces the experiment's methods at this scale (e.g. every value of a hyperparameter grid
+    at ``paper`` where the short profiles run one fixed value)."""
 
     description: str
     rounds: int
     seeds: tuple[int, ...]
     eval_every: int
     overrides: tuple[str, ...] = ()
+    methods: tuple[Method, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.rounds < 1 or self.eval_every < 1:
@@ -177,7 +180,7 @@ def experiment_configs(
         settings.append(f"engine.device={device}")
     d = apply_overrides(exp.base_config(), settings)
     d["sweep"] = {
-        "algorithms": [m.as_sweep_entry() for m in exp.method_list()],
+        "algorithms": [m.as_sweep_entry() for m in (prof.methods or exp.method_list())],
         "seeds": seeds,
         "grid": (d.get("sweep") or {}).get("grid") or {},
     }

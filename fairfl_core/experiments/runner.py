@@ -73,7 +73,10 @@ def run_data(cfg: ExperimentConfig, device: str | torch.device = "cpu") -> Feder
 
 def evaluate(algo, sim: Simulation, t: int) -> dict[str, Any]:
     """Evaluate the global model on every client's local test split and on the pooled test set
-    (and, for personalised methods, each client's own model on its own test split). Accuracies in %."""
+    (and, for personalised methods, each client's own model on its own test split). Accuracies in %.
+
+    When the dataset holds validation data the same per-client numbers on it are added as ``val_client_*``
+    (and ``val_personal_*``), ``None`` for a client without validation samples."""
     engine = sim.engine
     w = algo.eval_params()
     loss, acc = engine.losses(w, split="test")
@@ -89,21 +92,52 @@ def evaluate(algo, sim: Simulation, t: int) -> dict[str, Any]:
     if personal is not None:
         p_loss, p_acc = engine.losses(personal, split="test")
         rec.update(personal_acc=(100 * p_acc).tolist(), personal_loss=p_loss.tolist())
+    if engine.data.has_validation:
+        rec.update(_validation(engine, w, "client"))
+        if personal is not None:
+            rec.update(_validation(engine, personal, "personal"))
     return rec
 
 
+def _validation(engine: Engine, w: torch.Tensor, models: str) -> dict[str, list[float | None]]:
+    """``val_<models>_acc`` (%) and ``val_<models>_loss`` per client; None where a client has no validation
+    samples (its numbers would be 0 / 0)."""
+    loss, acc = engine.losses(w, split="val")
+    held = engine.counts("val") > 0
+    return {
+        f"val_{models}_acc": [a if h else None for a, h in zip((100 * acc).tolist(), held, strict=True)],
+        f"val_{models}_loss": [x if h else None for x, h in zip(loss.tolist(), held, strict=True)],
+    }
+
+
+def _fairness(
+    acc: list[float | None], loss: list[float | None], groups: np.ndarray, global_acc: float | None = None
+) -> dict[str, Any]:
+    """`metrics.fairness_summary` over the clients with a value (groups only when at least two remain),
+    NaN as None."""
+    held = np.array([a is not None for a in acc])
+    kept = groups[held]
+    has_groups = (kept >= 0).all() and len(np.unique(kept)) > 1
+    out = metrics.fairness_summary(
+        np.asarray(acc, dtype=float)[held],
+        loss=np.asarray(loss, dtype=float)[held],
+        global_acc=global_acc,
+        groups=kept if has_groups else None,
+    )
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}
+
+
 def _summary(rec: dict[str, Any], groups: np.ndarray) -> dict[str, Any]:
+    """The fairness metrics of an evaluation (the personalised models' where there are some) and, with
+    validation data, the same on it as ``val_<key>`` (``val_mean``, ``val_var``, ``val_group_gap``, ...;
+    none of the pooled-test ones)."""
     acc_key = client_accuracy_key(rec)
     loss_key = acc_key.replace("_acc", "_loss")
-    has_groups = (groups >= 0).all() and len(np.unique(groups)) > 1
-    out = metrics.fairness_summary(
-        np.asarray(rec[acc_key]),
-        loss=np.asarray(rec[loss_key]),
-        global_acc=rec["global_acc"],
-        groups=groups if has_groups else None,
-    )
-    out = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}
+    out = _fairness(rec[acc_key], rec[loss_key], groups, rec["global_acc"])
     out["evaluated"] = "personal" if acc_key == "personal_acc" else "global"
+    if f"val_{acc_key}" in rec:
+        val = _fairness(rec[f"val_{acc_key}"], rec[f"val_{loss_key}"], groups)
+        out.update({f"val_{k}": v for k, v in val.items() if k not in ("global_acc", "cv", "sigma_acc")})
     return out
 
 

@@ -47,4 +47,5 @@ __all__ = [
     "results_table",
     "save_figure",
     "save_table",
+    "select_a9",
 ]

@@ -3,8 +3,9 @@
 An algorithm never touches a DataLoader or an ``nn.Module``: it calls
 
 * ``train(clients, start, spec, seed)``: local training (batched or sequential trainer, same numbers);
-* ``losses(w, clients, split)``: each client's mean loss and accuracy on its full split, at one model
-  ``[P]`` or at per-client models ``[K, P]`` (q-FFL's F_k at the received model, Power-of-Choice, AFL, ...);
+* ``losses(w, clients, split)``: each client's mean loss and accuracy on its full split (train, val or
+  test), at one model ``[P]`` or at per-client models ``[K, P]`` (q-FFL's F_k at the received model,
+  Power-of-Choice, AFL, ...);
 * ``gradients(w, clients)``: each client's full-batch gradient (FedEBA+, DivFL, clustered sampling);
 * ``features(w, clients)``: the mean penultimate activation per client (Equitable-FL);
 * ``pooled(w)``: accuracy and loss on the pooled test set.
@@ -23,7 +24,7 @@ from torch import nn
 from torch.func import functional_call, grad, replace_all_batch_norm_modules_, vmap
 from torch.nn import functional as F
 
-from fairfl_core.data.federated import FederatedDataset
+from fairfl_core.data.federated import SPLITS, FederatedDataset
 from fairfl_core.sim.batches import draw_schedule
 from fairfl_core.sim.local import BatchedTrainer, LocalResult, LocalSpec
 from fairfl_core.sim.params import ParamSpace
@@ -64,15 +65,14 @@ class Engine:
         self.chunk_size = chunk_size
         self._feature_view = _FeatureView(self.model)
         self.trainer = TRAINERS[kind](self.model, self.space, data.inputs, data.y, chunk_size)
-        self._padded = {split: data.padded(split) for split in ("train", "test")}
+        self._padded = {split: data.padded(split) for split in SPLITS}
         self._counts = {split: c.cpu().numpy() for split, (_, c) in self._padded.items()}
-        lists = {"train": data.client_train, "test": data.client_test}
         self._flat = {
             split: (
-                torch.cat(ix),
-                torch.repeat_interleave(torch.arange(len(ix), device=self.device), self._padded[split][1]),
+                torch.cat(data.client_indices(split)),
+                torch.repeat_interleave(torch.arange(data.num_clients, device=self.device), counts),
             )
-            for split, ix in lists.items()
+            for split, (_, counts) in self._padded.items()
         }
 
     # -- parameters --------------------------------------------------------------------------------------
@@ -129,7 +129,7 @@ class Engine:
         flat_idx, flat_owner = self._flat[split]
         if len(clients) == self.data.num_clients and (clients == np.arange(len(clients))).all():
             return flat_idx, flat_owner
-        lists = self.data.client_train if split == "train" else self.data.client_test
+        lists = self.data.client_indices(split)
         parts = [lists[k] for k in clients]
         owner = torch.repeat_interleave(
             torch.arange(len(clients), device=self.device),

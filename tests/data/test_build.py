@@ -3,6 +3,7 @@ matched-test path (Equitable-FL), natural owners, and config errors."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -143,6 +144,116 @@ def test_natural_partition_uses_the_owner_split(monkeypatch):
     assert two.num_clients == 2
 
 
+# -- validation split (GIFAIR-FL's 70/10/20) ----------------------------------------------------------------
+def _digest(fed) -> str:
+    h = hashlib.sha256()
+    for part in (fed.client_train, fed.client_test):
+        for ix in part:
+            h.update(ix.numpy().tobytes())
+            h.update(b"|")
+    h.update(fed.pooled_test.numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+@pytest.mark.parametrize(
+    ("spec", "digest"),
+    [
+        (
+            {
+                "name": "digits",
+                "partition": "dirichlet",
+                "num_clients": 12,
+                "partition_options": {"alpha": 0.5},
+            },
+            "1900cea5624da1f9",
+        ),
+        (
+            {
+                "name": "digits",
+                "partition": "pathological",
+                "num_clients": 10,
+                "partition_options": {"classes_per_client": 3},
+                "client_test": "matched",
+            },
+            "d0e03931768d2d1a",
+        ),
+        (
+            {
+                "name": "synthetic",
+                "partition": "natural",
+                "num_clients": 10,
+                "loader_options": {"num_clients": 30},
+            },
+            "6a99e8df7d1e54f6",
+        ),
+    ],
+)
+def test_without_validation_the_indices_are_those_before_val_frac_existed(spec, digest):
+    fed = make_federated(DataSpec.from_dict(spec), seed=3)  # digests recorded before val_frac was added
+    assert _digest(fed) == digest
+    assert not fed.has_validation and fed.val_sizes().tolist() == [0] * fed.num_clients
+
+
+def _union(*parts) -> list[list[int]]:
+    return [sorted(torch.cat(ix).tolist()) for ix in zip(*parts, strict=True)]
+
+
+def test_local_validation_is_a_third_part_of_the_random_split():
+    spec = {"name": "digits", "partition": "iid", "num_clients": 7, "partition_seed": 0}
+    plain = make_federated(DataSpec.from_dict(spec), seed=1)
+    fed = make_federated(DataSpec.from_dict({**spec, "val_frac": 0.1}), seed=1)
+    n = plain.train_sizes() + plain.test_sizes()  # 1437 digits over 7 clients: 205 or 206 each
+    assert fed.val_sizes().tolist() == np.floor(0.1 * n + 0.5).astype(int).tolist()
+    assert (fed.train_sizes() == n - fed.val_sizes() - fed.test_sizes()).all()  # p_k: training samples
+    assert all(torch.equal(a, b) for a, b in zip(fed.client_test, plain.client_test, strict=True))
+    assert _union(fed.client_train, fed.client_val) == _union(plain.client_train)
+    assert fed.has_validation and fed.meta["val_frac"] == 0.1
+    again = make_federated(DataSpec.from_dict({**spec, "val_frac": 0.1}), seed=1)
+    assert all(torch.equal(a, b) for a, b in zip(fed.client_val, again.client_val, strict=True))
+
+
+def test_matched_test_keeps_its_pool_and_validation_comes_from_the_client_data():
+    spec = {
+        "name": "digits",
+        "partition": "pathological",
+        "num_clients": 10,
+        "partition_options": {"classes_per_client": 3},
+        "client_test": "matched",
+    }
+    plain = make_federated(DataSpec.from_dict(spec), seed=0)
+    fed = make_federated(DataSpec.from_dict({**spec, "val_frac": 0.1}), seed=0)
+    assert all(torch.equal(a, b) for a, b in zip(fed.client_test, plain.client_test, strict=True))
+    assert _union(fed.client_train, fed.client_val) == _union(plain.client_train)
+    assert fed.val_sizes().tolist() == np.floor(0.1 * plain.train_sizes() + 0.5).astype(int).tolist()
+
+
+def _owners_dataset(gap: int):
+    def load(root=None):
+        owners = torch.tensor([0] * 10 + [1] * 4)  # owner a: 10 training windows, owner b: 4
+        x = torch.arange(14, dtype=torch.float32)[:, None]
+        y = torch.zeros(14, dtype=torch.int64)
+        test_owners = torch.tensor([0, 0, 1, 1])
+        return Dataset(
+            "windows", x, y, x[:4], y[:4], 1, "fake", owner_train=owners, owner_test=test_owners,
+            owner_names=["a", "b"], meta={"window_gap": gap},
+        )  # fmt: skip
+
+    return load
+
+
+def test_natural_validation_is_the_end_of_each_owners_training_windows_behind_the_gap(monkeypatch):
+    monkeypatch.setitem(DATASETS, "windows", _owners_dataset(gap=2))
+    fed = make_federated(DataSpec("windows", partition="natural", val_frac=0.1), seed=0)
+    # owner a: round(0.1 * (10 + 2)) = 1 validation window, the last; the 2 before it dropped (leak-free);
+    # owner b: round(0.1 * (4 + 2)) = 1, and after the gap of 2 one training window is left
+    assert [ix.tolist() for ix in fed.client_val] == [[9], [13]]
+    assert [ix.tolist() for ix in fed.client_train] == [[0, 1, 2, 3, 4, 5, 6], [10]]
+    assert [ix.tolist() for ix in fed.client_test] == [[14, 15], [16, 17]]  # the loader's own test split
+    monkeypatch.setitem(DATASETS, "windows", _owners_dataset(gap=3))
+    with pytest.raises(ValueError, match="client 1: 4 samples cannot give 1 held out after a gap of 3"):
+        make_federated(DataSpec("windows", partition="natural", val_frac=0.1), seed=0)
+
+
 # -- errors name the field ----------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("spec", "message"),
@@ -158,6 +269,8 @@ def test_natural_partition_uses_the_owner_split(monkeypatch):
         ({"name": "digits", "test_frac": 1.5}, "test_frac=1.5"),
         ({"name": "digits", "pooled_test": "all"}, "pooled_test='all'"),
         ({"name": "digits", "num_clients": 0}, "num_clients=0"),
+        ({"name": "digits", "val_frac": -0.1}, "val_frac=-0.1 with test_frac=0.2: need val_frac >= 0"),
+        ({"name": "digits", "test_frac": 0.5, "val_frac": 0.5}, "test_frac \\+ val_frac < 1"),
     ],
 )
 def test_spec_errors(spec, message):

@@ -33,8 +33,9 @@ def fed() -> FederatedDataset:
 def test_class_counts(fed):
     assert fed.class_counts().tolist() == [[3, 1, 0], [0, 0, 2], [0, 2, 0]]
     assert fed.class_counts("test").tolist() == [[1, 0, 0], [0, 0, 2], [0, 1, 0]]
-    with pytest.raises(ValueError, match="split='val'"):
-        fed.class_counts("val")
+    assert fed.class_counts("val").tolist() == [[0, 0, 0]] * 3  # no validation split: empty per client
+    with pytest.raises(ValueError, match=r"split='dev' must be one of \['train', 'val', 'test'\]"):
+        fed.class_counts("dev")
 
 
 def test_describe_and_summary(fed):
@@ -74,3 +75,21 @@ def test_inputs_scale_and_normalise_uint8_images_per_channel(fed):
     assert out[0, 0].flatten().tolist() == pytest.approx([(0.2 - 0.1) / 0.5, (1.0 - 0.5) / 0.25])
     assert out[0, 1].flatten().tolist() == pytest.approx([-0.1 / 0.5, -0.5 / 0.25])
     assert data.inputs(torch.tensor([0]), torch.float32).dtype == torch.float32  # one cache per dtype
+
+
+def test_validation_indices_are_a_third_split(fed):
+    from dataclasses import replace
+
+    assert not fed.has_validation and fed.val_sizes().tolist() == [0, 0, 0]
+    val = replace(
+        fed, client_val=[torch.tensor([3]), torch.tensor([], dtype=torch.long), torch.tensor([6, 7])]
+    )
+    assert val.has_validation and val.val_sizes().tolist() == [1, 0, 2]
+    assert val.class_counts("val").tolist() == [[0, 1, 0], [0, 0, 0], [0, 2, 0]]
+    index, counts = val.padded("val")
+    assert index.tolist() == [[3, 0], [0, 0], [6, 7]] and counts.tolist() == [1, 0, 2]
+    assert val.describe()["n_val"].tolist() == [1, 0, 2] and val.summary()["val_samples"] == 3
+    moved = val.to("meta")
+    assert [ix.device.type for ix in moved.client_val] == ["meta"] * 3
+    with pytest.raises(ValueError, match="client_val has 2 index tensors but there are 3 clients"):
+        replace(fed, client_val=[torch.tensor([3]), torch.tensor([6])])

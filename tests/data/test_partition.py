@@ -234,14 +234,42 @@ def test_natural_and_choose_owners():
 # -- per-client test data ---------------------------------------------------------------------------------
 def test_local_split_ratios():
     clients = [np.arange(600), np.arange(600, 605), np.arange(605, 606)]
-    train, test = P.local_split(clients, 0.2, rng())
+    train, val, test = P.local_split(clients, 0.2, rng())
     assert [(len(a), len(b)) for a, b in zip(train, test, strict=True)] == [(480, 120), (4, 1), (1, 0)]
+    assert [len(v) for v in val] == [0, 0, 0]
     for a, b, c in zip(train, test, clients, strict=True):
         assert np.array_equal(np.sort(np.concatenate([a, b])), c)
-    all_train, no_test = P.local_split(clients, 0.0, rng())
+    all_train, _, no_test = P.local_split(clients, 0.0, rng())
     assert [len(t) for t in no_test] == [0, 0, 0]
     with pytest.raises(ValueError, match=r"test_frac=1.0 must be in \[0, 1\)"):
         P.local_split(clients, 1.0, rng())
+
+
+def test_local_split_70_10_20_keeps_the_test_part_of_the_80_20_split():
+    clients = [np.arange(500), np.arange(500, 507)]  # GIFAIR-FL FEMNIST-skewed: 500 -> 350 / 50 / 100
+    train, val, test = P.local_split(clients, 0.2, rng(), val_frac=0.1)
+    assert [(len(a), len(b), len(c)) for a, b, c in zip(train, val, test, strict=True)] == [
+        (350, 50, 100),
+        (5, 1, 1),  # 7: round(1.4) = 1 test, round(0.7) = 1 validation
+    ]
+    train80, _, test80 = P.local_split(clients, 0.2, rng())  # the same generator state
+    for a, b, c, a80, c80 in zip(train, val, test, train80, test80, strict=True):
+        assert np.array_equal(c, c80)  # adding validation leaves the test part as it was
+        assert np.array_equal(np.concatenate([a, b]), a80)  # and takes the validation part from training
+    assert P.holdout_size(0.1, 5) == 1 and P.holdout_size(0.1, 4) == 0  # halves round up
+    with pytest.raises(ValueError, match=r"val_frac=0.8 must be >= 0 and below 1 - test_frac = 0.8"):
+        P.local_split(clients, 0.2, rng(), val_frac=0.8)
+
+
+def test_tail_holdout_takes_the_last_samples_behind_a_gap():
+    clients = [np.arange(10), np.arange(10, 16), np.arange(16, 18)]
+    kept, held = P.tail_holdout(clients, [2, 1, 0], gap=3)
+    assert [k.tolist() for k in kept] == [[0, 1, 2, 3, 4], [10, 11], [16, 17]]  # 5-7, 12-14 dropped
+    assert [h.tolist() for h in held] == [[8, 9], [15], []]  # nothing held out: no gap either
+    with pytest.raises(ValueError, match="client 0: 4 samples cannot give 1 held out after a gap of 3"):
+        P.tail_holdout([np.arange(4)], [1], gap=3)
+    with pytest.raises(ValueError, match="gap=-1 must be >= 0"):
+        P.tail_holdout(clients, [0, 0, 0], gap=-1)
 
 
 def test_matched_test_follows_training_labels():

@@ -206,6 +206,33 @@ def test_load_clients_windows_and_gap(root: Path) -> None:
         assert yt[-1].item() == encode(text[-1])[0]
 
 
+def test_validation_windows_end_the_training_part_behind_the_leak_free_gap(root: Path) -> None:
+    from dataclasses import replace
+
+    from fairfl_core.data import DataSpec, make_federated
+
+    seq_len = 12
+    spec = DataSpec("shakespeare", partition="natural", root=str(root), loader_options={"seq_len": seq_len})
+    fed = make_federated(replace(spec, val_frac=0.1), seed=0)
+    assert fed.meta["dataset_meta"]["window_gap"] == seq_len - 1
+    roles = parse_play(PLAY)
+    for k, name in enumerate(fed.client_names):
+        text = role_text(roles[name.split("_", 1)[1]])
+        n = len(text) - seq_len
+        num_train = int(0.8 * n)
+        n_val = int(np.floor(0.1 * (num_train + n - (num_train + seq_len - 1)) + 0.5))
+        kept = num_train - n_val - (seq_len - 1)  # training windows left before the gap
+        xs, xv = fed.x[fed.client_train[k]], fed.x[fed.client_val[k]]
+        assert len(xs) == kept and len(xv) == n_val >= 1
+        np.testing.assert_array_equal(xs[-1].numpy(), encode(text[kept - 1 : kept - 1 + seq_len]))
+        first = (
+            num_train - n_val
+        )  # the first validation window: seq_len characters after the last training one
+        assert first - (kept - 1) == seq_len
+        np.testing.assert_array_equal(xv[0].numpy(), encode(text[first : first + seq_len]))
+        np.testing.assert_array_equal(xv[-1].numpy(), encode(text[num_train - 1 : num_train - 1 + seq_len]))
+
+
 def test_unknown_characters_are_mapped_and_counted(root: Path) -> None:
     ds = load_shakespeare(root, seq_len=12)
     assert ds.meta["unknown_chars"] == {"{": 1} and ds.meta["unknown_char_id"] == 79

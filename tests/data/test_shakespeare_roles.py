@@ -85,10 +85,16 @@ def test_bad_draws_name_the_problem():
 def test_thin_windows_keeps_every_sth_window_of_each_owner():
     owner = torch.tensor([0, 0, 0, 0, 0, 1, 1, 1, 2])
     x = torch.arange(9)[:, None].repeat(1, 3)
-    data = Dataset("toy", x, x[:, 0], x[:4], x[:4, 0], 9, "test", owner_train=owner, owner_test=owner[:4])
+    data = Dataset(
+        "toy", x, x[:, 0], x[:4], x[:4, 0], 9, "test", owner_train=owner, owner_test=owner[:4],
+        meta={"window_gap": 79},
+    )  # fmt: skip
     thin = thin_windows(data, 2)
     assert thin.y_train.tolist() == [0, 2, 4, 5, 7, 8] and thin.owner_train.tolist() == [0, 0, 0, 1, 1, 2]
     assert thin.y_test.tolist() == [0, 2] and thin.meta["window_stride"] == 2
+    # windows 80 apart share no character: 40 kept windows apart at stride 2, so 39 lie between
+    assert thin.meta["window_gap"] == 39 and thin_windows(data, 500).meta["window_gap"] == 0
+    assert thin_windows(data, 3).meta["window_gap"] == 26  # 27 x 3 = 81 >= 80 > 26 x 3
     assert thin_windows(data, 1) is data
     with pytest.raises(ValueError, match="window_stride=0 must be >= 1"):
         thin_windows(data, 0)

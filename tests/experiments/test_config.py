@@ -20,6 +20,14 @@ def test_hash_is_identity_of_the_numbers_only():
     assert config_hash(moved) == config_hash(cfg) != config_hash(changed)
 
 
+def test_a_field_added_later_keeps_existing_hashes_at_its_default():
+    cfg = digits_config()
+    assert cfg.data.val_frac == 0.0
+    assert config_hash(cfg) == "29452d984095dc3b"  # computed before data.val_frac existed
+    held_out = ExperimentConfig.from_dict(apply_overrides(cfg.to_dict(), ["data.val_frac=0.1"]))
+    assert config_hash(held_out) != config_hash(cfg)
+
+
 @pytest.mark.parametrize(
     "override,message",
     [

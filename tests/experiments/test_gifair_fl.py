@@ -1,5 +1,7 @@
 """GIFAIR-FL's experiments (Tables 2-6, Figures 4-5), paper numbers and notebook checks."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -128,3 +130,98 @@ def test_lambda_checks_read_figures_4_and_5():
     assert checks.all()
     flat = falling.assign(group_gap=10.0)
     assert not G.lambda_checks(flat, ("Male", "Female"))["holds"].iloc[0]
+
+
+TABLES = [*FEMNIST_TABLES, "gifair_table5_shakespeare", "gifair_table6_shakespeare_gender"]
+
+
+def test_every_setting_holds_out_ten_percent_of_each_clients_data_for_validation():
+    for name in [*TABLES, "gifair_fig4_lambda_shakespeare", "gifair_fig5_lambda_femnist"]:
+        for profile in ("smoke", "paper"):
+            cfg = experiment_configs(name, profile)[0]
+            assert (cfg.data.val_frac, cfg.data.test_frac) == (0.1, 0.2), (name, profile)
+
+
+PAPER_GRIDS = {  # spec gifair_fl.md §3 and §2.5
+    "qffl": {0, 0.001, 0.01, 0.1, 1, 2, 5, 10},
+    "term": {1, 2, 5},
+    "afl": {0.001, 0.01, 0.1},
+    "fedmgda+": {0.05, 0.1, 0.5, 1},
+    "ditto": {0.01, 0.05, 0.1, 0.5, 1, 2, 5},
+    "gifair_global": {0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9},
+    "gifair_per": {0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9},
+}
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_short_profiles_run_one_fixed_value_and_the_paper_profile_every_grid_value(name):
+    exp = get_experiment(name)
+    for profile in ("smoke", "quick"):
+        configs = experiment_configs(name, profile)
+        assert [c.name for c in configs] == [m.label for m in exp.method_list()]  # one seed
+        assert "one fixed value per method, not selected" in exp.profiles[profile].description
+    assert "rule A9" in exp.profiles["paper"].description
+    paper = experiment_configs(name, "paper")
+    fixed = {m.label for m in exp.method_list()}
+    labels = {c.name for c in paper}
+    assert fixed < labels and len(paper) == 5 * len(labels) and {c.seed for c in paper} == {0, 1, 2, 3, 4}
+    grids: dict[str, set] = {}
+    for c in paper:
+        key = E.HYPERPARAMETERS.get(c.algorithm.name)
+        grids.setdefault(c.algorithm.name, set()).add(c.algorithm.params.get(key))
+        if c.algorithm.name in ("fedavg", "qffl", "term", "fedmgda+", "ditto"):  # sampling ∝ p_k (A1)
+            assert (c.algorithm.params["sampling"], c.algorithm.params["weighting"]) == ("size", "uniform")
+    tuned = {m.algorithm for m in exp.method_list()} - {"fedavg"}
+    assert grids == {"fedavg": {None}, **{a: PAPER_GRIDS[a] for a in tuned}}
+    by_seed = {}
+    for c in paper:  # the runs of one seed differ only in their method
+        d = c.to_dict()
+        by_seed.setdefault(c.seed, set()).add(json.dumps({**d, "name": "", "algorithm": {}}, sort_keys=True))
+    assert all(len(v) == 1 for v in by_seed.values())
+
+
+def _runs(rows: list[tuple[str, str, str, float | None, int, float, float]]) -> pd.DataFrame:
+    """Hand-made load_runs rows: method, algorithm, param, value, seed, val_mean, fairness (val_var)."""
+    return pd.DataFrame(
+        [
+            {
+                "method": m,
+                "algorithm": a,
+                "seed": s,
+                "status": "complete",
+                "val_mean": acc,
+                "val_var": var,
+                "val_group_gap": var / 10,
+                **({f"config.algorithm.params.{p}": v} if p else {}),
+            }
+            for m, a, p, v, s, acc, var in rows
+        ]
+    )
+
+
+QFFL_VALUES = [(0.0, 81, 90), (1.0, 80.5, 40), (2.0, 79, 5)]  # q=2 is fairest but 2 points below FedAvg
+
+
+def test_tuned_methods_keep_the_a9_value_and_the_fixed_ones():
+    exp = get_experiment("gifair_table2_femnist_skewed")
+    runs = _runs(
+        [
+            ("FedAvg", "fedavg", "", None, 0, 80.0, 100.0),
+            ("FedAvg", "fedavg", "", None, 1, 82.0, 100.0),  # FedAvg: 81, so values need >= 80
+            *[(f"q-FFL (q={q:g})", "qffl", "q", q, s, a, v) for q, a, v in QFFL_VALUES for s in (0, 1)],
+            ("TERM (t=1)", "term", "t", 1.0, 0, 60.0, 300.0),
+            ("TERM (t=1)", "term", "t", 1.0, 1, 60.0, 300.0),
+        ]
+    )  # fmt: skip
+    tuning = G.tuned_methods(exp, runs)
+    assert [m.label for m in tuning.experiment.method_list()] == ["FedAvg", "q-FFL (q=1)", "TERM (t=1)"]
+    assert G.method_labels(tuning.experiment) == {
+        "FedAvg": "FedAvg",
+        "q-FFL": "q-FFL (q=1)",
+        "TERM": "TERM (t=1)",
+    }
+    assert sorted(set(tuning.runs["method"])) == ["FedAvg", "TERM (t=1)", "q-FFL (q=1)"]
+    rule = tuning.selection.set_index("method")["rule"]
+    assert rule["q-FFL (q=1)"].startswith("A9") and rule["TERM (t=1)"] == "fixed (not selected)"
+    group = G.tuned_methods(get_experiment("gifair_table4_femnist_3groups"), runs)
+    assert group.selection.set_index("algorithm").loc["qffl", "val_group_gap"] == 4.0  # the discrepancy

@@ -1,10 +1,11 @@
 import json
 
+import numpy as np
 import pytest
 
 from fairfl_core.algorithms.fedavg import FedAvg
 from fairfl_core.experiments.config import ExperimentConfig, apply_overrides
-from fairfl_core.experiments.runner import run_experiment
+from fairfl_core.experiments.runner import _summary, run_experiment
 from fairfl_core.experiments.store import RunStore
 from fairfl_core.experiments.sweep import expand_sweep, run_sweep
 from fairfl_core.report.results import load_runs
@@ -20,6 +21,45 @@ def test_run_writes_records_and_summary(cfg, tmp_path):
     assert len(evals[-1]["client_acc"]) == 8
     assert res.summary["status"] == "complete" and res.summary["rounds"] == 6
     assert evals[-1]["global_acc"] > evals[0]["global_acc"]
+
+
+def test_validation_metrics_only_with_a_validation_split(cfg, tmp_path):
+    plain = run_experiment(cfg, tmp_path, progress=False)
+    assert not any(k.startswith("val_") for k in RunStore(plain.path).records("evals")[-1])
+    assert not any(k.startswith("val_") for k in plain.summary)
+    held = ExperimentConfig.from_dict(apply_overrides(cfg.to_dict(), ["data.val_frac=0.1"]))
+    res = run_experiment(held, tmp_path, progress=False)
+    last = RunStore(res.path).records("evals")[-1]
+    assert len(last["val_client_acc"]) == len(last["val_client_loss"]) == 8
+    assert res.summary["val_mean"] == pytest.approx(sum(last["val_client_acc"]) / 8)
+    assert res.summary["val_n"] == 8 and res.summary["val_group_gap"] is None  # no groups here
+    assert "val_global_acc" not in res.summary and res.summary["mean"] != res.summary["val_mean"]
+
+
+def test_summary_of_validation_leaves_out_clients_without_validation_data():
+    groups = np.array([0, 0, 1, 1])
+    rec = {
+        "global_acc": 50.0,
+        "client_acc": [10.0, 20.0, 30.0, 40.0],
+        "client_loss": [1.0, 1.0, 1.0, 1.0],
+        "personal_acc": [50.0, 60.0, 70.0, 80.0],
+        "personal_loss": [0.5, 0.5, 0.5, 0.5],
+        "val_client_acc": [0.0, 0.0, 0.0, 0.0],
+        "val_client_loss": [9.0, 9.0, 9.0, 9.0],
+        "val_personal_acc": [40.0, None, 70.0, 100.0],  # client 1 holds no validation sample
+        "val_personal_loss": [2.0, None, 1.0, 0.0],
+    }
+    out = _summary(rec, groups)
+    assert out["evaluated"] == "personal" and out["mean"] == 65.0 and out["group_gap"] == 20.0
+    assert out["val_n"] == 3 and out["val_mean"] == 70.0 and out["val_var"] == 600.0
+    assert out["val_loss_mean"] == 1.0
+    assert out["val_group_acc_0"] == 40.0 and out["val_group_acc_1"] == 85.0 and out["val_group_gap"] == 45.0
+    only_one_group = {
+        **rec,
+        "val_personal_acc": [40.0, 50.0, None, None],
+        "val_personal_loss": [1, 1, None, None],
+    }
+    assert _summary(only_one_group, groups)["val_group_gap"] is None  # one group left: no discrepancy
 
 
 def test_complete_run_is_not_recomputed(cfg, tmp_path, monkeypatch):

@@ -96,3 +96,30 @@ def test_pooled_test_accuracy():
         out = tiny_model().double()(e.data.inputs(ix, torch.float64))
     assert acc == pytest.approx(float((out.argmax(1) == e.data.y[ix]).double().mean()))
     assert loss == pytest.approx(float(F.cross_entropy(out, e.data.y[ix])))
+
+
+def test_validation_losses_match_a_plain_module_and_the_stacked_path():
+    from dataclasses import replace
+
+    data = tiny_federated()
+    spare = data.pooled_test  # any samples serve as validation indices here
+    sizes = [3, 0, 5, 1, 0, 4]
+    starts = np.cumsum([0, *sizes])
+    val = [spare[a:b] for a, b in zip(starts[:-1], starts[1:], strict=True)]
+    e = Engine(tiny_model(), replace(data, client_val=val), dtype=torch.float64, eval_batch=4)
+    assert e.counts("val").tolist() == sizes
+    w = e.init_params()
+    model = tiny_model().double()
+    loss, acc = e.losses(w, split="val")
+    stacked_loss, stacked_acc = e.losses(torch.stack([w] * 6), split="val")
+    some_loss, _ = e.losses(w, np.array([5, 2]), split="val")
+    with torch.no_grad():
+        for k, ix in enumerate(val):
+            if not len(ix):  # no validation samples: 0 / 0 reads as 0
+                assert loss[k] == acc[k] == 0
+                continue
+            out = model(e.data.inputs(ix, torch.float64))
+            assert torch.isclose(loss[k], F.cross_entropy(out, e.data.y[ix]))
+            assert torch.isclose(acc[k], (out.argmax(1) == e.data.y[ix]).double().mean())
+    assert torch.allclose(stacked_loss, loss) and torch.allclose(stacked_acc, acc)
+    assert torch.allclose(some_loss, loss[[5, 2]])

@@ -6,15 +6,20 @@ its own rows), the λ sweeps of Figures 4–5. Everything works on the long tabl
 Group metrics are the run summaries' ``group_acc_<g>`` (mean of the group's client accuracies, A10) and
 ``group_gap`` (max − min, the paper's discrepancy). Which group is "worst" and "best" is read from our FedAvg
 runs; the paper's verdict on the same claim uses the paper's numbers for those same groups.
+
+At the paper profile a table runs every value of each method's grid; :func:`tuned_methods` keeps the value
+rule A9 chooses on the validation split, and every function here then works on that one value per method.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, NamedTuple
 
 import pandas as pd
 
+from fairfl_core.experiments.papers import gifair_fl
 from fairfl_core.experiments.profiles import Experiment
 
 if TYPE_CHECKING:
@@ -33,6 +38,8 @@ __all__ = [
     "plot_group_accuracies",
     "plot_lambda_sweep",
     "targets_table",
+    "Tuning",
+    "tuned_methods",
 ]
 
 GROUP_LABELS = {
@@ -43,6 +50,47 @@ GROUP_LABELS = {
 }
 FAIR_GLOBAL_BASELINES = ("q-FFL", "TERM", "AFL", "FedMGDA+")
 LAM = "config.algorithm.params.lam_frac"
+
+
+class Tuning(NamedTuple):
+    """A table reduced to one value per method: the ``experiment`` listing the chosen methods, their
+    ``runs`` and the ``selection`` (one row per method with a hyperparameter: its value and why)."""
+
+    experiment: Experiment
+    runs: pd.DataFrame
+    selection: pd.DataFrame
+
+
+def tuned_methods(experiment: Experiment, runs: pd.DataFrame) -> Tuning:
+    """Rule A9 (spec §2.6) on a table's runs (``report.load_runs``): a method that ran several values (the
+    paper profile's grids) keeps the one with the lowest validation Var(a) (group tables: validation
+    discrepancy) among those whose mean validation accuracy is within 1 point of FedAvg's
+    (:func:`fairfl_core.report.selection.select_a9`); a method that ran one value (the smoke and quick
+    profiles) keeps it, marked as fixed."""
+    from fairfl_core.report.selection import select_a9
+
+    tuned = runs[runs["algorithm"].isin(gifair_fl.HYPERPARAMETERS)]
+    labels = tuned.groupby("algorithm", sort=False)["method"].unique()
+    fixed = [a for a, values in labels.items() if len(values) == 1]
+    parts = [
+        pd.DataFrame(
+            {"algorithm": fixed, "method": [labels[a][0] for a in fixed], "rule": "fixed (not selected)"}
+        )
+    ]
+    grid = tuned[~tuned["algorithm"].isin(fixed)]
+    if len(grid):
+        columns = {a: f"config.algorithm.params.{p}" for a, p in gifair_fl.HYPERPARAMETERS.items()}
+        fairness = "val_group_gap" if experiment.name in GROUP_LABELS else "val_var"
+        parts.append(select_a9(grid, runs[runs["algorithm"] == "fedavg"], columns, fairness=fairness))
+    selection = pd.concat([p for p in parts if len(p)], ignore_index=True)
+    keep = set(runs["method"]) - set(tuned["method"]) | set(selection["method"])
+    methods = tuple(m for m in gifair_fl.GRIDS[experiment.name] if m.label in keep)
+    order = {m.label: i for i, m in enumerate(methods)}
+    return Tuning(
+        replace(experiment, methods=methods),
+        runs[runs["method"].isin(keep)].reset_index(drop=True),
+        selection.sort_values("method", key=lambda s: s.map(order), kind="stable").reset_index(drop=True),
+    )
 
 
 def group_metrics(experiment: str) -> list[str]:
