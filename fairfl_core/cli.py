@@ -74,16 +74,17 @@ def cmd_sweep(args) -> int:
     failed = [o for o in outcomes if o.status == "failed"]
     for o in failed:
         print(f"FAILED {o.config.algorithm.name} seed {o.config.seed}: {o.error}", file=sys.stderr)
-    print(_summary_table(args.results, None).to_string(index=False))
+    print(_summary_table(args.results, None, configs).to_string(index=False))
     return 1 if failed else 0
 
 
-def _summary_table(results_dir: str, metrics: str | None):
+def _summary_table(results_dir: str, metrics: str | None, configs=None):
+    """Fairness metrics of the finished runs in ``results_dir`` (only those of ``configs`` when given)."""
     from fairfl_core.report.results import load_runs
     from fairfl_core.report.tables import results_table
 
     chosen = metrics.split(",") if metrics else ("global_acc", "mean", "var", "std", "worst5", "best5")
-    return results_table(load_runs(results_dir), chosen)
+    return results_table(load_runs(results_dir, configs), chosen)
 
 
 def cmd_summarize(args) -> int:

@@ -38,3 +38,15 @@ def test_bad_input_is_a_clear_error_with_exit_code_2(tmp_path, capsys):
     assert main(["run", cfg, "--set", "train.lr=-1", "--results", str(tmp_path)]) == 2
     assert "train.lr" in capsys.readouterr().err
     assert main(["run", str(tmp_path / "missing.yaml")]) == 2
+
+
+def test_sweep_summarizes_its_own_runs_only(tmp_path, capsys):
+    results = str(tmp_path / "r")
+    other = digits_config().to_dict()
+    other["train"]["rounds"] = 2
+    assert main(["run", _write(tmp_path, other), "--results", results, "--quiet"]) == 0  # another run
+    d = {**other, "sweep": {"algorithms": ["fedprox"], "seeds": [0]}}
+    capsys.readouterr()
+    assert main(["sweep", _write(tmp_path, d), "--results", results, "--quiet"]) == 0
+    table = capsys.readouterr().out.split("\n", 1)[1]  # after the "sweep: ..." line
+    assert "fedprox" in table and "digits-test" not in table
