@@ -155,6 +155,7 @@ class FedMGDA(FedAvg):
         """The normalised updates d̂_k and their min-norm weights λ* (p_k from ``weighting``)."""
         directions = normalise_rows(self.w - result.params)
         prior = self.weights(t, clients, {}).cpu().numpy().astype(np.float64)
+        prior = prior / prior.sum()  # float32 weights can sum to 1 + 1e-8: outside the ε-box at ε = 0
         gram = (directions @ directions.T).cpu().numpy().astype(np.float64)
         return {"directions": directions, "lambda": min_norm_in_box(gram, prior, self.hp.epsilon)}
 

@@ -4,7 +4,8 @@
 client a test set (a local 80/20 split by default; the test pool cut to match each client's labels with
 ``client_test='matched'``; the loader's own per-owner split for ``natural``), optionally a validation set
 (``val_frac``), and puts it all in one `FederatedDataset` whose sample pool is the train pool followed by
-the test pool.
+the test pool. ``label_noise`` corrupts the clients' training labels (symmetric flipping); their test and
+validation labels and the pooled test set stay clean.
 """
 
 from __future__ import annotations
@@ -22,7 +23,15 @@ from . import partition as P
 from .federated import Dataset, FederatedDataset
 from .images import LOADERS
 
-__all__ = ["DATASETS", "PARTITIONS", "DataSpec", "load_dataset", "make_federated", "select_classes"]
+__all__ = [
+    "DATASETS",
+    "PARTITIONS",
+    "DataSpec",
+    "load_dataset",
+    "make_federated",
+    "select_classes",
+    "symmetric_label_noise",
+]
 
 
 # -- dataset registry -------------------------------------------------------------------------------------
@@ -230,7 +239,10 @@ class DataSpec:
     ``pooled_test``: ``official`` test set or ``local_union`` of the client test sets.
     ``partition_seed``: None = the run seed (FedEBA+ §4.1 recommends a fixed one). ``stand_in``: the paper
     dataset this one replaces, e.g. "CIFAR-10". ``loader_options`` go to the loader (e.g. download, split,
-    classes)."""
+    classes). ``label_noise`` ε ∈ [0, 1): each training label of every client is replaced, with probability
+    ε, by a class drawn uniformly among the other classes (symmetric flipping, FedEBA+ Table 13 with
+    ε = 0.5; `symmetric_label_noise`), drawn from the partition seed; test and validation labels stay
+    clean."""
 
     name: str
     partition: str = "iid"
@@ -244,6 +256,7 @@ class DataSpec:
     partition_seed: int | None = None
     stand_in: str | None = None
     loader_options: dict = field(default_factory=dict)
+    label_noise: float = 0.0
 
     def __post_init__(self) -> None:
         _choice("name", self.name, DATASETS)
@@ -264,6 +277,11 @@ class DataSpec:
                 f"client_test={self.client_test!r} does not apply to partition='natural' (owners keep their "
                 "tests); leave client_test='local'"
             )
+        if not 0 <= self.label_noise < 1:
+            raise ValueError(
+                f"label_noise={self.label_noise} must be in [0, 1) (the share of training labels flipped, "
+                "e.g. 0.5 for FedEBA+ Table 13; 0 = clean)"
+            )
         allowed = _option_names(self.partition)
         for key in self.partition_options:
             if key not in allowed:
@@ -281,6 +299,38 @@ class DataSpec:
         if "name" not in data:
             raise ValueError("DataSpec: key 'name' (the dataset) is required")
         return cls(**data)
+
+
+# -- label noise ------------------------------------------------------------------------------------------
+def symmetric_label_noise(
+    labels: np.ndarray, num_classes: int, rate: float, rng: np.random.Generator
+) -> np.ndarray:
+    """Symmetric label noise (FedEBA+ App. M.4 / Table 13, following LSR, Jiang et al. 2022): each label is
+    replaced with probability ``rate`` by a class drawn uniformly among the ``num_classes − 1`` others,
+    i.e. (y + U{1, …, C−1}) mod C. Returns a noisy copy; one draw per label, in order."""
+    if num_classes < 2:
+        raise ValueError(
+            f"label noise needs at least 2 classes to flip between; the dataset has {num_classes}"
+        )
+    labels = np.asarray(labels)
+    flip = rng.random(labels.shape) < rate
+    shift = rng.integers(1, num_classes, size=labels.shape)
+    return np.where(flip, (labels + shift) % num_classes, labels)
+
+
+def _noisy_labels(
+    y: torch.Tensor, train: list[np.ndarray], n_train: int, num_classes: int, rate: float, seed: int
+) -> tuple[torch.Tensor, dict]:
+    """``y`` (train pool then test pool) with the labels of the clients' training samples flipped
+    (`symmetric_label_noise`, one draw per train-pool sample from ``[seed, 3]``, so a sample's noise does not
+    depend on the local split), and the meta record: rate, the flipped pool indices, their clean labels."""
+    held = np.unique(np.concatenate([np.asarray(ix, dtype=np.int64) for ix in train]))
+    clean = y.numpy()
+    noisy = symmetric_label_noise(clean[:n_train], num_classes, rate, np.random.default_rng([seed, 3]))
+    flipped = held[noisy[held] != clean[held]]
+    out = y.clone()
+    out[torch.from_numpy(flipped)] = torch.from_numpy(noisy[flipped])
+    return out, {"rate": rate, "flipped": flipped, "clean_labels": clean[flipped]}
 
 
 # -- assembly ---------------------------------------------------------------------------------------------
@@ -340,10 +390,15 @@ def make_federated(spec: DataSpec, seed: int, device: str | torch.device = "cpu"
         pooled = torch.unique(torch.cat(client_test)) if client_test else torch.empty(0, dtype=torch.long)
     num_clients = len(client_train)
     groups = part.groups if part.groups is not None else np.full(num_clients, -1)
+    y = torch.cat([dataset.y_train, dataset.y_test])
+    noise = {}
+    if spec.label_noise:
+        y, record = _noisy_labels(y, train, n_train, dataset.num_classes, spec.label_noise, partition_seed)
+        noise = {"label_noise": record}
     return FederatedDataset(
         name=dataset.name,
         x=torch.cat([dataset.x_train, dataset.x_test]).to(device),
-        y=torch.cat([dataset.y_train, dataset.y_test]).to(device),
+        y=y.to(device),
         num_classes=dataset.num_classes,
         client_train=client_train,
         client_test=client_test,
@@ -369,5 +424,6 @@ def make_federated(spec: DataSpec, seed: int, device: str | torch.device = "cpu"
             "test_pool": len(dataset.y_test),
             "unassigned_train": n_train - sum(len(ix) for ix in part.train),
             "dataset_meta": dataset.meta,
+            **noise,
         },
     )

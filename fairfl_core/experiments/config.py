@@ -204,7 +204,7 @@ _NOT_IDENTITY = {
 
 # Fields added after runs were cached, with the default that gives those runs' numbers: left out of the
 # identity while at that default, so every existing run directory keeps its hash.
-_ADDED_WITH_DEFAULT = {("data", "val_frac"): 0.0}
+_ADDED_WITH_DEFAULT = {("data", "val_frac"): 0.0, ("data", "label_noise"): 0.0}
 
 
 def config_hash(cfg: ExperimentConfig) -> str:

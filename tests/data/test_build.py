@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from fairfl_core.data import DATASETS, DataSpec, make_federated
+from fairfl_core.data.build import symmetric_label_noise
 from fairfl_core.data.federated import Dataset
 
 needs_fmnist = pytest.mark.skipif(
@@ -331,3 +332,59 @@ def test_group_test_pools_are_shared_within_a_group_and_follow_its_classes():
 def test_group_test_pools_need_groups():
     with pytest.raises(ValueError, match="client_test='group' needs a partition with groups"):
         make_federated(DataSpec("digits", partition="iid", num_clients=4, client_test="group"), seed=0)
+
+
+# -- symmetric label noise (FedEBA+ Table 13) -------------------------------------------------------------
+def test_symmetric_label_noise_by_hand():
+    # default_rng(0): random(4) = [0.637, 0.270, 0.041, 0.017] (flip where < 0.5: labels 1, 2, 3), then
+    # integers(1, 4, 4) = [1, 3, 2, 3]: 1 → (1 + 3) % 4 = 0, 2 → (2 + 2) % 4 = 0, 3 → (3 + 3) % 4 = 2
+    noisy = symmetric_label_noise(np.array([0, 1, 2, 3]), 4, 0.5, np.random.default_rng(0))
+    assert noisy.tolist() == [0, 0, 0, 2]
+    labels = np.arange(4)
+    assert np.array_equal(symmetric_label_noise(labels, 4, 0.0, np.random.default_rng(1)), labels)
+
+
+def test_symmetric_label_noise_rate_and_uniform_other_class():
+    labels = np.zeros(200_000, dtype=np.int64)
+    noisy = symmetric_label_noise(labels, 10, 0.5, np.random.default_rng(3))
+    assert abs((noisy != 0).mean() - 0.5) < 0.005
+    counts = np.bincount(noisy[noisy != 0], minlength=10)[1:]  # 9 other classes, 1/9 of the flips each
+    assert counts.min() > 0.95 * counts.mean() and counts.max() < 1.05 * counts.mean()
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        symmetric_label_noise(labels, 1, 0.5, np.random.default_rng(0))
+
+
+def _digits_noise(**changes):
+    spec = {"name": "digits", "partition": "shards", "num_clients": 10, "partition_seed": 0, **changes}
+    return make_federated(DataSpec.from_dict(spec), seed=4)
+
+
+def test_label_noise_flips_training_labels_only():
+    clean, noisy = _digits_noise(), _digits_noise(label_noise=0.5)
+    train = torch.cat(noisy.client_train)
+    assert [torch.equal(a, b) for a, b in zip(clean.client_train, noisy.client_train, strict=True)] == [
+        True
+    ] * 10
+    record = noisy.meta["label_noise"]
+    flipped = torch.as_tensor(record["flipped"])
+    changed = torch.nonzero(clean.y != noisy.y).flatten()
+    assert torch.equal(changed, flipped) and torch.isin(flipped, train).all()
+    assert np.array_equal(record["clean_labels"], clean.y[flipped].numpy()) and record["rate"] == 0.5
+    assert abs(len(flipped) / len(train) - 0.5) < 0.06  # about half of the 1,150 training labels
+    for split in (noisy.client_test, [noisy.pooled_test]):  # test labels stay clean
+        idx = torch.cat(split)
+        assert torch.equal(noisy.y[idx], clean.y[idx])
+    assert "label_noise" not in clean.meta
+
+
+def test_label_noise_follows_the_partition_seed():
+    a, b = _digits_noise(label_noise=0.5), _digits_noise(label_noise=0.5)
+    assert torch.equal(a.y, b.y)
+    other = _digits_noise(label_noise=0.5, partition_seed=1)
+    assert not np.array_equal(a.meta["label_noise"]["flipped"], other.meta["label_noise"]["flipped"])
+
+
+@pytest.mark.parametrize("rate", [-0.1, 1.0])
+def test_label_noise_out_of_range_names_the_field(rate):
+    with pytest.raises(ValueError, match=rf"label_noise={rate} must be in \[0, 1\)"):
+        DataSpec.from_dict({"name": "digits", "label_noise": rate})

@@ -20,13 +20,14 @@ within 15 rounds at the paper's settings, so every FedEBA+ run here uses ``fair_
 (g̃ = the p̃-weighted one-step model update, ``ALIGN``) and Table 1 also runs the literal reading as an extra
 row ("FedEBA+ (literal Eq. 11 units)", no paper row).
 
-CPU budget (2 cores): the MLP costs about 0.1–0.2 s per round, the CNN about 3 s per round, so the ``quick``
+CPU budget (2 cores): the MLP costs about 0.1–0.6 s per round, the CNN 3–15 s per round, so the ``quick``
 profiles shorten the CNN runs much more than the MLP runs (each profile's description says how).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import replace
 
 import pandas as pd
@@ -38,9 +39,12 @@ __all__ = [
     "NOT_IMPLEMENTED",
     "PAPER",
     "cifar10_stand_in",
+    "cnn_profiles",
+    "mlp_profiles",
     "paper_values",
+    "register_table",
     "with_extra_cost",
-    "with_not_implemented",
+    "with_missing_rows",
 ]
 
 PAPER = "fedeba_plus"
@@ -127,7 +131,7 @@ SMOKE_STEPS = ("train.local_steps=2",)
 PAPER_SCALE = ("paper scale: 2000 rounds, 5 seeds, evaluation every 20 rounds", 2000, (0, 1, 2, 3, 4), 20)
 
 
-def _mlp_profiles(quick_rounds: int, quick_seeds: tuple[int, ...]) -> dict[str, Profile]:
+def mlp_profiles(quick_rounds: int, quick_seeds: tuple[int, ...]) -> dict[str, Profile]:
     return {
         "smoke": Profile(
             "CI check: 10% of the data (each client gets 2 label shards of 30 images; pooled test = the "
@@ -161,7 +165,7 @@ def cifar10_stand_in() -> tuple[str, ...]:
     )
 
 
-def _cnn_profiles(quick_rounds: int, smoke_data: tuple[str, ...]) -> dict[str, Profile]:
+def cnn_profiles(quick_rounds: int, smoke_data: tuple[str, ...]) -> dict[str, Profile]:
     data = cifar10_stand_in()
     what = "stand-in (no CIFAR-10 here: Fashion-MNIST, same split), " if data else ""
     mlp = ("model.name=mlp", "model.options={}" if data else "model.options={in_features: 3072}")
@@ -177,7 +181,7 @@ def _cnn_profiles(quick_rounds: int, smoke_data: tuple[str, ...]) -> dict[str, P
         ),
         "quick": Profile(
             f"{what}the paper's CNN and protocol, but only {quick_rounds} of the 2000 rounds and 1 seed "
-            "(the CNN takes about 3 s per round on 2 CPU cores); far from converged",
+            "(the CNN takes 3–15 s per round on 2 CPU cores, by method and load); far from converged",
             quick_rounds,
             (0,),
             10,
@@ -188,71 +192,71 @@ def _cnn_profiles(quick_rounds: int, smoke_data: tuple[str, ...]) -> dict[str, P
 
 
 # -- the experiments --------------------------------------------------------------------------------------
-def _register(name, description, config, methods, profiles, table=None, datasets=FMNIST):
+def register_table(name, description, config, methods, profiles, table=None, datasets=FMNIST):
     paper = PaperTable(PAPER, table, datasets) if table else None
     register_experiment(Experiment(name, f"FedEBA+ {description}", config, profiles, methods, paper))
 
 
-_register(
+register_table(
     "fedeba_table1_fmnist",
     "Table 1, Fashion-MNIST (MLP): the 10 implemented methods of the 13, plus FedEBA+ with the literal Eq. 11"
     " units (100 clients × 2 label shards, 10 per round, K=10 steps of batch 50, lr 0.1 decayed 0.999)",
     "fedeba_fmnist_mlp.yaml",
     TABLE1,
-    _mlp_profiles(400, (0, 1)),
+    mlp_profiles(400, (0, 1)),
     "Table 1",
 )
-_register(
+register_table(
     "fedeba_table1_cifar10",
     "Table 1, CIFAR-10 (CNN): the same methods and protocol (labelled Fashion-MNIST stand-in when CIFAR-10 "
     "is absent)",
     "fedeba_cifar10_cnn.yaml",
     TABLE1,
-    _cnn_profiles(30, SMOKE_SHARDS),
+    cnn_profiles(30, SMOKE_SHARDS),
     "Table 1",
     CIFAR10,
 )
-_register(
+register_table(
     "fedeba_table3_theta",
     "Table 3, Fashion-MNIST: the fair angle θ ∈ {0, 15, 30, 45, 90}° (α=0.9, τ=0.1) and the extra "
     "communication it costs, with FedAvg as reference",
     "fedeba_fmnist_mlp.yaml",
     THETA,
-    _mlp_profiles(400, (0, 1)),
+    mlp_profiles(400, (0, 1)),
     "Table 3",
 )
-_register(
+register_table(
     "fedeba_table15_ablation",
     "Table 15, Fashion-MNIST: FedAvg, + EBA aggregation (①), + alignment with uniform weights (②), both "
     "(FedEBA+)",
     "fedeba_fmnist_mlp.yaml",
     ABLATION,
-    _mlp_profiles(400, (0, 1)),
+    mlp_profiles(400, (0, 1)),
     "Table 15",
 )
-_register(
+register_table(
     "fedeba_table16_sensitivity",
     "Table 16 (+ Table 7's α=0, 0.5, 0.9 rows), Fashion-MNIST: α ∈ {0, …, 0.9} at τ=0.1 and τ ∈ {0.05, …, 5} "
     "at α=0.9",
     "fedeba_fmnist_mlp.yaml",
     SENSITIVITY,
-    _mlp_profiles(300, (0,)),
+    mlp_profiles(300, (0,)),
     "Table 16",
 )
-_register(
+register_table(
     "fedeba_fig9_annealing",
     "Fig. 9, Fashion-MNIST: constant τ against linearly, concavely and convexly annealed τ_t = τ₀/(1+κt)^a",
     "fedeba_fmnist_mlp.yaml",
     ANNEALING,
-    _mlp_profiles(300, (0,)),
+    mlp_profiles(300, (0,)),
 )
-_register(
+register_table(
     "fedeba_fig14_dirichlet",
     "Fig. 14, CIFAR-10 (CNN) under Dirichlet(α) label skew, α ∈ {0.1, 0.3, 0.5, 0.8, 1.0}: FedAvg vs FedEBA+ "
     "(labelled Fashion-MNIST stand-in when CIFAR-10 is absent)",
     "fedeba_cifar10_dirichlet_cnn.yaml",
     (FEDAVG, FEDEBA_PLUS),
-    _cnn_profiles(30, ("data.pooled_test=local_union", "data.test_frac=0.05")),
+    cnn_profiles(30, ("data.pooled_test=local_union", "data.test_frac=0.05")),
 )
 
 
@@ -284,29 +288,40 @@ def with_extra_cost(runs: pd.DataFrame) -> pd.DataFrame:
     return runs.assign(extra_cost=100 * runs["hash"].map(last), gradient_rounds=100 * runs["hash"].map(share))
 
 
-def with_not_implemented(table: pd.DataFrame, runs: pd.DataFrame, experiment: Experiment) -> pd.DataFrame:
-    """``table`` (from ``results_table``) plus one row per dataset for each method of ``NOT_IMPLEMENTED``:
-    its paper numbers, "not implemented" in every reproduced column and the reason in ``note``."""
+def with_missing_rows(
+    table: pd.DataFrame,
+    runs: pd.DataFrame,
+    experiment: Experiment,
+    reasons: Mapping[str, str],
+    paper_table: str | None = None,
+    decimals: int = 2,
+) -> pd.DataFrame:
+    """``table`` (from ``results_table``) plus one row per dataset and paper row of ``reasons``: the paper's
+    numbers of ``paper_table`` (default the experiment's; ``decimals`` as in ``results_table``), the
+    reason's first words in every reproduced column and the reason in ``note``. The row is named by the
+    method's label when the experiment has one for that paper row. Rows are never silently dropped: the
+    methods the paper compares but we do not run (``NOT_IMPLEMENTED``, appendix-specific reasons) get one."""
     from fairfl_core.report.paper import load_paper_results  # report imports the experiment catalogue
     from fairfl_core.report.tables import METRIC_LABELS, format_mean_std
 
     values = load_paper_results(PAPER)
-    values = values[values["table"] == experiment.paper.table]
+    values = values[values["table"] == (paper_table or experiment.paper.table)]
+    labels = {m.paper_row: m.label for m in experiment.method_list() if m.paper_row}
+    reproduced = [c.removesuffix(" reproduced") for c in table if c.endswith(" reproduced")]
+    metric_of = {METRIC_LABELS.get(m, m): m for m in set(values["metric"]) | set(METRIC_LABELS)}
     rows = []
-    for data, stand_in, label in (
-        runs[["data", "stand_in", "dataset"]].drop_duplicates().itertuples(index=False)
-    ):
+    for data, stand_in, label in runs[["data", "stand_in", "dataset"]].drop_duplicates().itertuples(False):
         paper_dataset = (
             stand_in if isinstance(stand_in, str) and stand_in else experiment.paper.datasets[data]
         )
-        for method, reason in NOT_IMPLEMENTED.items():
-            row = {"dataset": label, "method": method, "seeds": 0, "note": reason}
-            for metric, label_ in METRIC_LABELS.items():
-                if f"{label_} reproduced" in table:
-                    row[f"{label_} reproduced"] = "not implemented"
-                    hit = values[(values["dataset"] == paper_dataset) & (values["method"] == method)]
-                    hit = hit[hit["metric"] == metric]
-                    if f"{label_} paper" in table and len(hit):
-                        row[f"{label_} paper"] = format_mean_std(hit["value"].iloc[0], hit["std"].iloc[0])
+        here = values[values["dataset"] == paper_dataset]
+        for row_name, reason in reasons.items():
+            row = {"dataset": label, "method": labels.get(row_name, row_name), "seeds": 0, "note": reason}
+            for column in reproduced:
+                row[f"{column} reproduced"] = reason.split(":")[0]
+                hit = here[(here["method"] == row_name) & (here["metric"] == metric_of.get(column, column))]
+                if f"{column} paper" in table and len(hit):
+                    value, std = hit["value"].iloc[0], hit["std"].iloc[0]
+                    row[f"{column} paper"] = format_mean_std(value, std, decimals)
             rows.append(row)
     return pd.concat([table.assign(note=""), pd.DataFrame(rows)], ignore_index=True).fillna("")

@@ -1,0 +1,153 @@
+"""Server plug-ins of the FedAvg base (server momentum, FedVARP; FedEBA+ Tables 10-11): the formulas on
+hand-computed cases, degenerate cases, and that they compose with other algorithms."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from fairfl_core.algorithms import build_algorithm
+from fairfl_core.algorithms.fedavg import fedvarp_correction, momentum_velocity, remember_updates
+from fairfl_core.sim.local import LocalResult
+from tests.algorithms.conftest import run_rounds, tiny_sim
+
+F64 = torch.float64
+MOMENTUM = {"server_momentum": 0.9}
+VARP = {"variance_reduction": "fedvarp"}
+
+
+def test_fedvarp_correction_by_hand():
+    # y = [[1, 0], [0, 2], [3, 3]] → ȳ = [4/3, 5/3]; S = {0, 2}, p = [½, ½]: Σ p y = [2, 1.5]
+    memory = torch.tensor([[1.0, 0.0], [0.0, 2.0], [3.0, 3.0]], dtype=F64)
+    c = fedvarp_correction(memory, np.array([0, 2]), torch.tensor([0.5, 0.5], dtype=F64))
+    assert torch.allclose(c, torch.tensor([4 / 3 - 2, 5 / 3 - 1.5], dtype=F64))
+    # non-uniform p (A21): Σ p y = 0.25·[1, 0] + 0.75·[3, 3] = [2.5, 2.25]
+    c = fedvarp_correction(memory, np.array([0, 2]), torch.tensor([0.25, 0.75], dtype=F64))
+    assert torch.allclose(c, torch.tensor([4 / 3 - 2.5, 5 / 3 - 2.25], dtype=F64))
+
+
+def test_remember_updates_writes_the_selected_rows_out_of_place():
+    memory = torch.zeros(3, 2, dtype=F64)
+    deltas = torch.tensor([[1.0, 1.0], [2.0, 2.0], [9.0, 9.0]], dtype=F64)
+    new = remember_updates(memory, np.array([2, 0, 2]), deltas)  # client 2 twice: its first update counts
+    assert torch.equal(new, torch.tensor([[2.0, 2.0], [0.0, 0.0], [1.0, 1.0]], dtype=F64))
+    assert not memory.any()
+
+
+def _fake_round(algo, clients, params, new_w=None):
+    """One server step after an aggregation of the given local models (what ``round`` does after training)."""
+    result = LocalResult(params, torch.zeros(len(clients), dtype=F64))
+    new_w = algo.aggregate(0, clients, result, {}) if new_w is None else new_w
+    algo.state["w"] = algo.server_step(0, clients, result, {}, new_w)
+
+
+def test_fedvarp_server_step_by_hand():
+    # 6 clients, memory starts at 0. Round 1: S = {0, 1}, Δ_0 = +1, Δ_1 = −3 (uniform weights): correction 0,
+    # Δ_t = −1; memory y_0 = 1, y_1 = −3. Round 2: S = {1, 2}, Δ_1 = Δ_2 = +2, plain mean +2;
+    # ȳ = (1 − 3)/6 = −1/3, Σ p y = ½(−3 + 0) = −1.5 → Δ_t = 2 − 1/3 + 1.5 = 19/6; y_1 = y_2 = 2.
+    algo = build_algorithm("fedavg", tiny_sim(), {**VARP, "weighting": "uniform"})
+    w0 = algo.w.clone()
+    _fake_round(algo, np.array([0, 1]), torch.stack([algo.w + 1.0, algo.w - 3.0]))
+    assert torch.allclose(algo.w, w0 - 1.0)
+    _fake_round(algo, np.array([1, 2]), torch.stack([algo.w + 2.0, algo.w + 2.0]))
+    assert torch.allclose(algo.w, w0 - 1.0 + 19 / 6)
+    memory = algo.state["varp_memory"][:, 0]
+    assert torch.allclose(memory, torch.tensor([1.0, 2.0, 2.0, 0.0, 0.0, 0.0], dtype=F64))
+
+
+def test_fedvarp_uniform_option_ignores_the_aggregation_weights():
+    # FedEBA-like weights [0.9, 0.1] from the algorithm vs FedVARP's printed 1/|S|: memory y = [4, 0, ...]
+    algo = build_algorithm("fedavg", tiny_sim(), {**VARP, "varp_weights": "uniform"})
+    algo.state["varp_memory"][0] = 4.0
+    w0 = algo.w.clone()
+    # the aggregation gives Δ_t = 0; correction ȳ − ½(4 + 0) = 4/6 − 2
+    _fake_round(algo, np.array([0, 1]), torch.stack([algo.w, algo.w]), new_w=w0.clone())
+    assert torch.allclose(algo.w, w0 + 4 / 6 - 2)
+
+
+def test_momentum_two_rounds_by_hand():
+    # Δ_1 = +1 → v = 1, w1 = w0 + 1; Δ_2 = −2 → v = 0.9 − 2 = −1.1, w2 = w1 − 1.1
+    assert torch.allclose(
+        momentum_velocity(torch.tensor([1.0]), torch.tensor([-2.0]), 0.9), torch.tensor([-1.1])
+    )
+    algo = build_algorithm("fedavg", tiny_sim(), MOMENTUM)
+    w0 = algo.w.clone()
+    _fake_round(algo, np.array([0, 1]), None, new_w=w0 + 1.0)
+    _fake_round(algo, np.array([0, 1]), None, new_w=algo.w - 2.0)
+    assert torch.allclose(algo.state["server_velocity"], torch.full_like(w0, -1.1))
+    assert torch.allclose(algo.w, w0 + 1.0 - 1.1)
+
+
+def test_fedvarp_with_full_participation_is_fedavg():
+    # every client sampled, uniform p: Σ_i p_i y_i = ȳ, so the correction vanishes every round
+    a = build_algorithm("fedavg", tiny_sim(clients_per_round=6), {"weighting": "uniform"})
+    b = build_algorithm("fedavg", tiny_sim(clients_per_round=6), {**VARP, "weighting": "uniform"})
+    run_rounds(a, 3), run_rounds(b, 3)
+    assert torch.allclose(a.w, b.w, rtol=0, atol=1e-12)
+    assert b.state["varp_memory"].abs().sum() > 0
+
+
+def test_fedvarp_changes_partial_participation_runs():
+    a = build_algorithm("fedavg", tiny_sim(), {})
+    b = build_algorithm("fedavg", tiny_sim(), VARP)
+    run_rounds(a, 3), run_rounds(b, 3)
+    assert not torch.allclose(a.w, b.w)
+
+
+def test_defaults_return_the_aggregated_model_itself():
+    for name in ("fedavg", "qffl", "fedeba+", "afl"):  # afl: a Hyper without plug-in fields
+        algo = build_algorithm(name, tiny_sim(), {})
+        new_w = algo.w + 1.0
+        assert algo.server_step(0, np.array([0, 1]), None, {}, new_w) is new_w
+        assert set(algo.state) & {"server_velocity", "varp_memory"} == set()
+
+
+PLUGGED = [
+    ("fedavg", {**MOMENTUM, **VARP}),
+    ("fedeba+", {**MOMENTUM, "tau": 0.5}),
+    ("fedeba+", {**VARP, "tau": 0.5}),
+    ("qffl", {**VARP, "q": 1.0, "varp_weights": "uniform"}),
+    ("fedfv", {**MOMENTUM, **VARP, "tau": 2}),
+]
+
+
+@pytest.mark.parametrize("name,params", PLUGGED)
+def test_plugins_compose_batched_sequential_and_resume(name, params):
+    runs = {}
+    for kind in ("batched", "sequential"):
+        algo = build_algorithm(name, tiny_sim(kind=kind), params)
+        run_rounds(algo, 3)
+        runs[kind] = algo
+    assert torch.allclose(runs["batched"].w, runs["sequential"].w, rtol=0, atol=1e-8)
+    first = build_algorithm(name, tiny_sim(), params)
+    run_rounds(first, 1)
+    resumed = build_algorithm(name, tiny_sim(), params)
+    resumed.load_state_dict(copy.deepcopy(first.state_dict()))
+    for t in (1, 2):
+        resumed.round(t)
+    assert torch.equal(resumed.w, runs["batched"].w)
+    for key in ("server_velocity", "varp_memory"):
+        if key in runs["batched"].state:
+            assert torch.equal(resumed.state[key], runs["batched"].state[key]), key
+
+
+def test_plugins_differ_from_the_plain_algorithm():
+    plain = build_algorithm("fedeba+", tiny_sim(), {"tau": 0.5})
+    plugged = build_algorithm("fedeba+", tiny_sim(), {"tau": 0.5, **MOMENTUM})
+    run_rounds(plain, 3), run_rounds(plugged, 3)
+    assert not torch.allclose(plain.w, plugged.w)
+
+
+@pytest.mark.parametrize(
+    "params,match",
+    [
+        ({"server_momentum": 1.0}, r"server_momentum must be in \[0, 1\)"),
+        ({"server_momentum": -0.1}, r"server_momentum must be in \[0, 1\)"),
+        ({"variance_reduction": "scaffold"}, "variance_reduction must be one of"),
+        ({"varp_weights": "size"}, "varp_weights must be one of"),
+    ],
+)
+def test_bad_plugin_settings_name_the_field(params, match):
+    with pytest.raises(ValueError, match=match):
+        build_algorithm("fedavg", tiny_sim(), params)

@@ -1,0 +1,207 @@
+"""FedEBA+ appendix experiments (Tables 9, 10, 11, 13) and the Table 17-19 helpers: every paper row is run
+or has a reason, the plug-ins / noise / stand-in reach the run configs, the reporting helpers on hand
+numbers, and the claims hold in the paper's own numbers."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fairfl_core import metrics, report  # report first: it loads the experiment catalogue
+from fairfl_core.experiments.papers import fedeba_plus as fe
+from fairfl_core.experiments.papers import fedeba_plus_appendix as fa
+from fairfl_core.experiments.profiles import experiment_configs, get_experiment
+from fairfl_core.experiments.runner import run_experiment
+
+APPENDIX = {
+    "fedeba_table9_mlp": {},
+    "fedeba_table10_momentum": fa.TABLE10_NOT_IMPLEMENTED,
+    "fedeba_table11_fedvarp": {},
+    "fedeba_table13_noise_fmnist": fa.TABLE13_NOT_IMPLEMENTED,
+    "fedeba_table13_noise_cifar10": fa.TABLE13_NOT_IMPLEMENTED,
+}
+
+
+@pytest.mark.parametrize("name", sorted(APPENDIX))
+def test_every_paper_row_is_run_or_has_a_reason(name):
+    exp = get_experiment(name)
+    paper = report.load_paper_results("fedeba_plus")
+    printed = set(paper.loc[paper["table"] == exp.paper.table, "method"])
+    rows = [m.paper_row for m in exp.method_list()]
+    assert len(rows) == len(set(rows)) and None not in rows
+    assert set(rows) | set(APPENDIX[name]) == printed
+    assert not set(rows) & set(APPENDIX[name])
+
+
+def test_tables_17_to_19_rows_are_table1_rows_or_have_a_reason():
+    paper = report.load_paper_results("fedeba_plus")
+    table1 = {m.paper_row for m in get_experiment("fedeba_table1_fmnist").method_list()}
+    for table in ("Table 17", "Table 18", "Table 19"):
+        printed = set(paper.loc[paper["table"] == table, "method"])
+        assert printed - table1 <= set(fa.TABLES17_19_NOT_RUN), table
+
+
+def _params(name, profile="paper"):
+    return [
+        (c.name, c.algorithm.name, c.algorithm.params) for c in experiment_configs(name, profile, seeds=[0])
+    ]
+
+
+def test_momentum_and_fedvarp_reach_every_method():
+    for name, plugin in (("fedeba_table10_momentum", fa.MOMENTUM), ("fedeba_table11_fedvarp", fa.FEDVARP)):
+        runs = _params(name)
+        assert all(plugin.items() <= params.items() for _, _, params in runs), name
+        fedeba = [params for label, algo, params in runs if algo == "fedeba+"]
+        assert fedeba == [{"fair_grad_units": "update", "alpha": 0.9, "tau": 0.1, **plugin}]
+    assert {a for _, a, _ in _params("fedeba_table10_momentum")} >= {
+        "fedprox",
+        "propfair",
+        "term",
+        "fedmgda+",
+    }
+
+
+def test_label_noise_only_in_table13_and_quick_profiles_are_short():
+    for name in APPENDIX:
+        for profile in ("smoke", "quick", "paper"):
+            configs = experiment_configs(name, profile)
+            noise = {c.data.label_noise for c in configs}
+            assert noise == ({0.5} if "table13" in name else {0.0}), (name, profile)
+    quick = {name: experiment_configs(name, "quick") for name in APPENDIX}
+    assert {c.train.rounds for name, cs in quick.items() if "cifar10" not in name for c in cs} == {300}
+    assert {c.seed for cs in quick.values() for c in cs} == {0}
+    assert all(c.algorithm.name != "afl" for cs in quick.values() for c in cs)  # all clients every round
+    assert [c.name for c in quick["fedeba_table13_noise_cifar10"]] == ["FedAvg", "FedEBA+"]
+    assert (
+        len(quick["fedeba_table9_mlp"]) == 8 and len(experiment_configs("fedeba_table9_mlp", "paper")) == 100
+    )
+
+
+def test_table9_uses_the_mlp_on_the_stand_in_or_on_real_cifar10(monkeypatch, tmp_path):
+    monkeypatch.setenv("FAIRFL_DATA", str(tmp_path))
+    overrides, what = fa._table9_data()
+    assert overrides == ("data.name=fashion_mnist", "data.stand_in=CIFAR-10", "model.name=mlp")
+    assert what.startswith("stand-in")
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    for f in [*(f"data_batch_{i}" for i in range(1, 6)), "test_batch"]:
+        (folder / f).write_bytes(b"")
+    assert fa._table9_data() == (("model.name=mlp_cifar10",), "")
+    cfg = experiment_configs("fedeba_table9_mlp", "quick")[0]  # registered at import: the stand-in here
+    assert (cfg.model.name, cfg.model.options, cfg.data.stand_in) == ("mlp", {}, "CIFAR-10")
+
+
+def test_subset_rejects_unknown_labels():
+    with pytest.raises(ValueError, match=r"unknown method label\(s\) \['FedNope'\]"):
+        fa._subset(fa.TABLE13, ["FedAvg", "FedNope"])
+
+
+# -- reporting helpers ------------------------------------------------------------------------------------
+def _runs(data="fashion_mnist", stand_in=None, label="fashion_mnist", **columns) -> pd.DataFrame:
+    n = len(next(iter(columns.values())))
+    return pd.DataFrame(
+        {"dataset": label, "data": data, "stand_in": stand_in, "status": "complete", "seed": 0, **columns},
+        index=range(n),
+    )
+
+
+def test_missing_reasons_for_left_out_and_failed_methods():
+    exp = get_experiment("fedeba_table13_noise_fmnist")
+    reasons = fa.missing_reasons(exp, ["FedAvg", "FedEBA+"], {"AFL (λ=0.7)": "ValueError: x"}, {"FOCUS": "r"})
+    assert reasons["FOCUS"] == "r" and reasons["AFL"] == "run failed: ValueError: x"
+    assert reasons["q-FFL"].startswith("not run: left out") and reasons["FedFV"].startswith("not run:")
+    assert set(reasons) == {"FOCUS", "AFL", "q-FFL", "FedFV"}
+
+
+def test_with_missing_rows_keeps_every_not_implemented_row_with_its_paper_numbers():
+    exp = get_experiment("fedeba_table1_fmnist")
+    runs = _runs(method=["FedAvg", "FedEBA+"], global_acc=[80.0, 82.0], var=[60.0, 50.0], worst5=[1, 2.0])
+    table = report.results_table(
+        runs, metrics=("global_acc", "var"), paper=fe.paper_values(exp, runs, ("Table 1",))
+    )
+    out = fe.with_missing_rows(table, runs, exp, fe.NOT_IMPLEMENTED).set_index("method")
+    assert list(out.index) == ["FedAvg", "FedEBA+", *fe.NOT_IMPLEMENTED]
+    for method, reason in fe.NOT_IMPLEMENTED.items():
+        assert out.loc[method, "Var. reproduced"] == "not implemented" and out.loc[method, "note"] == reason
+    assert out.loc["FedAvg", "note"] == "" and out.loc["FedAvg", "Var. paper"] == "62.44 ± 4.55"
+
+
+def test_with_missing_rows_other_table_labels_and_decimals():
+    exp = get_experiment("fedeba_table13_noise_cifar10")
+    runs = _runs("cifar10", "CIFAR-10", "fmnist (stand-in)", method=["FedAvg"], global_acc=[30.0], var=[40.0])
+    table = report.results_table(
+        runs, metrics=("global_acc", "var"), paper=fe.paper_values(exp, runs, ("Table 13",))
+    )
+    out = fe.with_missing_rows(
+        table, runs, exp, {"AFL": "not run: busy", "FOCUS": "not implemented: x"}, None, 3
+    )
+    afl, focus = out.iloc[1], out.iloc[2]
+    assert afl["method"] == "AFL (λ=0.7)" and afl["Var. reproduced"] == "not run"  # the label, not "AFL"
+    assert afl["Var. paper"] == "35.580 ± 3.170" and afl["note"] == "not run: busy"  # CIFAR-10's "Std." col
+    assert focus["method"] == "FOCUS" and focus["Global Acc. paper"] == "26.810 ± 1.220"
+    assert out.iloc[0]["Global Acc. paper"] == "33.45 ± 0.89" and out.iloc[0]["note"] == ""
+
+
+def test_cv_improvement_against_the_fedavg_mean():
+    runs = _runs(method=["FedAvg", "FedAvg", "FedEBA+"], cv=[0.10, 0.12, 0.088])
+    out = fa.with_cv_improvement(pd.concat([runs, _runs(label="other", method=["FedEBA+"], cv=[0.1])]))
+    # reference (0.10 + 0.12) / 2 = 0.11: FedEBA+ 100 (0.11 − 0.088) / 0.11 = 20%; FedAvg runs ±9.09%
+    assert out["cv_improvement"].iloc[:3].tolist() == pytest.approx([100 / 11, -100 / 11, 20.0])
+    assert np.isnan(out["cv_improvement"].iloc[3])  # no FedAvg on that dataset
+
+
+@pytest.fixture(scope="module")
+def digits_run(tmp_path_factory):
+    from tests.experiments.conftest import digits_config
+
+    results = tmp_path_factory.mktemp("results")
+    cfg = digits_config(rounds=2)
+    run_experiment(cfg, results, progress=False)
+    return cfg, report.load_runs(results, [cfg])
+
+
+def test_faa_with_the_loss_shortcut(digits_run):
+    _, runs = digits_run
+    loss = json.loads(open(f"{runs['path'][0]}/evals.jsonl").read().splitlines()[-1])["client_loss"]
+    assert fa.with_faa(runs, 0)["faa"].iloc[0] == pytest.approx(max(loss) - min(loss))
+
+
+def test_faa_against_each_clients_own_optimum(digits_run):
+    cfg, runs = digits_run
+    optimum = fa.client_optimum_losses(cfg, 30)
+    untrained = fa.client_optimum_losses(cfg, 1)
+    assert optimum.shape == (8,) and np.isfinite(optimum).all()
+    assert optimum.mean() < untrained.mean()  # trained on its own data, each client's test loss drops
+    loss = json.loads(open(f"{runs['path'][0]}/evals.jsonl").read().splitlines()[-1])["client_loss"]
+    assert fa.with_faa(runs, 30)["faa"].iloc[0] == pytest.approx(metrics.faa(loss, optimum))
+    with pytest.raises(ValueError, match="at least 1 step"):
+        fa.client_optimum_losses(cfg, 0)
+
+
+# -- the claims ---------------------------------------------------------------------------------------------
+CLAIM_EXPERIMENTS = {
+    "Table 9": ["fedeba_table9_mlp"],
+    "Table 10": ["fedeba_table10_momentum"],
+    "Table 11": ["fedeba_table11_fedvarp"],
+    "Table 13": ["fedeba_table13_noise_fmnist", "fedeba_table13_noise_cifar10"],
+    "Table 17": ["fedeba_table1_fmnist", "fedeba_table1_cifar10"],
+    "Table 18": ["fedeba_table1_fmnist", "fedeba_table1_cifar10"],
+    "Table 19": ["fedeba_table1_fmnist"],
+}
+
+
+@pytest.mark.parametrize("table", sorted(CLAIM_EXPERIMENTS))
+def test_claims_name_registered_methods_and_hold_in_the_papers_numbers(table):
+    claims = fa.appendix_claims()[table]
+    assert claims
+    for name in CLAIM_EXPERIMENTS[table]:
+        exp = get_experiment(name)
+        labels = {m.label for m in exp.method_list()}
+        assert {c.method for c in claims} | {c.than for c in claims} <= labels
+        data = "cifar10" if "cifar10" in name or "table9" in name else "fashion_mnist"
+        runs = _runs(data, method=["FedAvg"], global_acc=[0.0])
+        paper = fe.paper_values(exp, runs, (table,))
+        as_results = paper.rename(columns={"paper_value": "mean", "paper_std": "std"}).assign(n=5)
+        checked = report.check_claims(claims, as_results, paper)
+        assert set(checked["result"]) == {"pass"}, checked.loc[checked["result"] != "pass", "claim"].tolist()
