@@ -67,6 +67,7 @@ class EngineConfig:
     dtype: str = "float32"  # float32 | float64
     chunk_size: int | None = None  # clients per vmap chunk (bounds memory); None = all selected
     threads: int | None = None  # torch CPU threads; None = leave as is
+    client_axis: str = "auto"  # auto | vmap | loop: how per-client work maps over clients (sim/client_map.py)
 
 
 @dataclass
@@ -125,6 +126,12 @@ class ExperimentConfig:
             "engine.dtype",
             self.engine.dtype,
             "'float32' or 'float64'",
+        )
+        _require(
+            self.engine.client_axis in ("auto", "vmap", "loop"),
+            "engine.client_axis",
+            self.engine.client_axis,
+            "'auto', 'vmap' or 'loop'",
         )
         _require(self.model.name in MODELS, "model.name", self.model.name, f"one of {sorted(MODELS)}")
         algorithm_class(self.algorithm.name)
@@ -198,6 +205,7 @@ _NOT_IDENTITY = {
     ("engine", "device"),
     ("engine", "chunk_size"),
     ("engine", "threads"),
+    ("engine", "client_axis"),
     ("eval", "batch"),
 }
 

@@ -173,6 +173,7 @@ def run_experiment(
         chunk_size=cfg.engine.chunk_size,
         eval_batch=cfg.eval.batch,
         dtype=dtype,
+        client_axis=cfg.engine.client_axis,
     )
     sim = Simulation(engine, cfg.train, cfg.seed)
     algo = build_algorithm(cfg.algorithm.name, sim, cfg.algorithm.params)

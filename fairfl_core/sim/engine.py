@@ -10,8 +10,9 @@ An algorithm never touches a DataLoader or an ``nn.Module``: it calls
 * ``features(w, clients)``: the mean penultimate activation per client (Equitable-FL);
 * ``pooled(w)``: accuracy and loss on the pooled test set.
 
-All of them are a few large forward passes over the concatenated samples (or ``vmap`` over client models),
-never a Python loop over clients.
+All of them are a few large forward passes over the concatenated samples, or one call mapped over the client
+axis of per-client models (``client_map``: ``vmap``, or a loop over the stacked clients for convolutional
+models on CPU, where grouped convolutions are slow).
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ import copy
 import numpy as np
 import torch
 from torch import nn
-from torch.func import functional_call, grad, replace_all_batch_norm_modules_, vmap
+from torch.func import functional_call, grad, replace_all_batch_norm_modules_
 from torch.nn import functional as F
 
 from fairfl_core.data.federated import SPLITS, FederatedDataset
 from fairfl_core.sim.batches import draw_schedule
+from fairfl_core.sim.client_map import client_map, resolve_client_axis
 from fairfl_core.sim.local import BatchedTrainer, LocalResult, LocalSpec
 from fairfl_core.sim.params import ParamSpace
 from fairfl_core.sim.sequential import SequentialTrainer
@@ -52,6 +54,7 @@ class Engine:
         chunk_size: int | None = None,
         eval_batch: int = 8192,
         dtype: torch.dtype = torch.float32,
+        client_axis: str = "auto",
     ):
         if kind not in TRAINERS:
             raise ValueError(f"engine.kind must be one of {sorted(TRAINERS)}, got {kind!r}")
@@ -64,7 +67,13 @@ class Engine:
         self.eval_batch = eval_batch
         self.chunk_size = chunk_size
         self._feature_view = _FeatureView(self.model)
-        self.trainer = TRAINERS[kind](self.model, self.space, data.inputs, data.y, chunk_size)
+        self.client_axis = resolve_client_axis(client_axis, self.model, self.device)
+        if kind == "batched":
+            self.trainer = BatchedTrainer(
+                self.model, self.space, data.inputs, data.y, chunk_size, self.client_axis
+            )
+        else:
+            self.trainer = SequentialTrainer(self.model, self.space, data.inputs, data.y)
         self._padded = {split: data.padded(split) for split in SPLITS}
         self._counts = {split: c.cpu().numpy() for split, (_, c) in self._padded.items()}
         self._flat = {
@@ -157,7 +166,7 @@ class Engine:
             out = self.logits(wk, x)
             return (F.cross_entropy(out, y, reduction="none") * m).sum(), ((out.argmax(-1) == y) * m).sum()
 
-        fn = vmap(per_client)
+        fn = client_map(per_client, self.client_axis)
         loss_sum = torch.zeros(len(clients), dtype=self.dtype, device=self.device)
         hits = torch.zeros_like(loss_sum)
         with torch.no_grad():
@@ -176,7 +185,7 @@ class Engine:
             out = functional_call(self.model, (params, self.buffers), (x,))
             return (F.cross_entropy(out, y, reduction="none") * m).sum()
 
-        fn = vmap(grad(loss_sum), in_dims=(0 if w.dim() == 2 else None, 0, 0, 0))
+        fn = client_map(grad(loss_sum), self.client_axis, in_dims=(0 if w.dim() == 2 else None, 0, 0, 0))
         out = torch.zeros(len(clients), self.space.size, dtype=self.dtype, device=self.device)
         for rows, idx, mask in self._padded_chunks(clients, split):
             params = self.space.unflatten(w[rows] if w.dim() == 2 else w)
@@ -192,7 +201,7 @@ class Engine:
         def feat_sum(wk, x, m):
             return (self._features(wk, x) * m[:, None]).sum(0)
 
-        fn = vmap(feat_sum, in_dims=(0 if w.dim() == 2 else None, 0, 0))
+        fn = client_map(feat_sum, self.client_axis, in_dims=(0 if w.dim() == 2 else None, 0, 0))
         out = None
         with torch.no_grad():
             for rows, idx, mask in self._padded_chunks(clients, split):

@@ -11,7 +11,8 @@ One local SGD step for client k, with ``g`` the minibatch gradient of its (possi
     w_k ← w_k − η g
 
 The batched trainer stacks the selected clients' flat parameter vectors into ``[K, P]`` and computes all
-clients' minibatch gradients in one ``vmap(grad(...))`` call per step; the sequential reference engine
+clients' minibatch gradients in one ``vmap(grad(...))`` call per step (a loop of ``grad`` calls over the
+stacked clients for convolutional models on CPU, see ``client_map.py``); the sequential reference engine
 (``sequential.py``) performs the same step with ``torch.optim.SGD``, client after client.
 """
 
@@ -22,10 +23,11 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.func import functional_call, grad_and_value, vmap
+from torch.func import functional_call, grad_and_value
 from torch.nn import functional as F
 
 from fairfl_core.sim.batches import BatchSchedule
+from fairfl_core.sim.client_map import client_map
 from fairfl_core.sim.params import ParamSpace
 
 __all__ = ["LocalSpec", "LocalResult", "BatchedTrainer", "masked_mean_loss", "per_client"]
@@ -79,11 +81,13 @@ class BatchedTrainer:
         inputs: Callable,
         labels: torch.Tensor,
         chunk_size: int | None = None,
+        client_axis: str = "vmap",
     ):
         self.model, self.space = model, space
         self.inputs, self.labels = inputs, labels
         self.buffers = dict(model.named_buffers())
         self.chunk_size = chunk_size
+        self.client_axis = client_axis
 
     def _grad_fn(self, objective):
         """``(params {name: [K, ...]}, x, y, mask) → ({name: grad [K, ...]}, loss [K])``.
@@ -99,7 +103,8 @@ class BatchedTrainer:
             value = masked_mean_loss(functional_call(model, (params, buffers), (x,)), y, m)
             return objective(value) if objective is not None else value
 
-        return vmap(grad_and_value(loss), randomness="different")  # dropout: own masks per client
+        # dropout: each client draws its own masks
+        return client_map(grad_and_value(loss), self.client_axis, randomness="different")
 
     def train(self, start: torch.Tensor, spec: LocalSpec, schedule: BatchSchedule) -> LocalResult:
         k_clients = schedule.index.shape[0]

@@ -17,8 +17,9 @@ def _engine(kind, dtype=torch.float64, **kw):
     return Engine(tiny_model(), tiny_federated(), kind=kind, dtype=dtype, **kw)
 
 
+@pytest.mark.parametrize("client_axis", ["vmap", "loop"])
 @pytest.mark.parametrize("steps,epochs", [(4, None), (None, 2)])
-def test_local_step_matches_torch_sgd_with_every_transform(steps, epochs):
+def test_local_step_matches_torch_sgd_with_every_transform(steps, epochs, client_axis):
     clients = np.array([0, 2, 5])
     mix = torch.randn(
         _engine("batched").space.size, dtype=torch.float64, generator=torch.Generator().manual_seed(0)
@@ -38,7 +39,7 @@ def test_local_step_matches_torch_sgd_with_every_transform(steps, epochs):
     )
     out = {}
     for kind in ("batched", "sequential"):
-        e = _engine(kind, chunk_size=2)
+        e = _engine(kind, chunk_size=2, client_axis=client_axis)
         out[kind] = e.train(clients, e.init_params(), LocalSpec(**spec), seed=3)
     assert (out["batched"].params - out["sequential"].params).abs().max() < 1e-10
     assert torch.allclose(out["batched"].train_loss, out["sequential"].train_loss, atol=1e-10)
@@ -76,15 +77,26 @@ def test_losses_and_gradients_match_a_plain_module():
         assert torch.allclose(grads[row], g, atol=1e-12)
 
 
-def test_stacked_models_losses_equal_one_model_each():
-    e = _engine("batched", eval_batch=7)  # small chunks exercise the chunked paths
+@pytest.mark.parametrize("client_axis", ["vmap", "loop"])
+def test_stacked_models_losses_and_gradients_equal_one_model_each(client_axis):
+    e = _engine("batched", eval_batch=7, client_axis=client_axis)  # small chunks: the chunked paths
     w = e.init_params()
     stacked = torch.stack([w, w * 0.5, w * 2])
     clients = np.array([0, 4, 5])
     loss_s, acc_s = e.losses(stacked, clients, split="test")
+    grads_s = e.gradients(stacked, clients)
     for row, k in enumerate(clients):
         loss_1, acc_1 = e.losses(stacked[row], np.array([k]), split="test")
         assert torch.isclose(loss_s[row], loss_1[0]) and torch.isclose(acc_s[row], acc_1[0])
+        assert torch.allclose(grads_s[row], e.gradients(stacked[row], np.array([k]))[0], atol=1e-12)
+
+
+def test_client_axis_auto_loops_over_convolutional_models_on_cpu_only():
+    conv = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.Flatten(), torch.nn.Linear(8, 4))
+    assert Engine(conv, tiny_federated()).client_axis == "loop"
+    assert _engine("batched").client_axis == "vmap"
+    with pytest.raises(ValueError, match="client_axis must be one of"):
+        _engine("batched", client_axis="threads")
 
 
 def test_pooled_test_accuracy():

@@ -33,14 +33,16 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("client_axis", ["vmap", "loop"])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_model_trains_and_evaluates_in_the_batched_engine(name):
+def test_model_trains_and_evaluates_in_the_batched_engine(name, client_axis):
     make_x, classes, options = CASES[name]
     data = _data(make_x(torch.Generator().manual_seed(0)), classes)
-    engine = Engine(build_model(name, **options), data)
+    engine = Engine(build_model(name, **options), data, client_axis=client_axis)
     w = engine.init_params()
     res = engine.train(np.array([0, 1]), w, LocalSpec(lr=0.05, batch_size=4, steps=2), seed=0)
     assert torch.isfinite(res.params).all() and not torch.equal(res.params[0], w)
     loss, acc = engine.losses(res.params, np.array([0, 1]), split="test")
     assert torch.isfinite(loss).all() and ((acc >= 0) & (acc <= 1)).all()
     assert engine.features(w, np.array([0])).shape[0] == 1
+    assert engine.features(res.params, np.array([0, 1])).shape[0] == 2

@@ -1,0 +1,60 @@
+"""Map a per-client function over the stacked client axis: one ``torch.func.vmap`` call, or a Python loop.
+
+``vmap`` is the default and the fast path for dense and recurrent models. Under ``vmap`` a convolution of K
+stacked clients becomes one grouped convolution, which CPU kernels run at about half the speed of K plain ones
+(FedEBA+'s CIFAR-10 CNN, 10 clients × batch 50, 2 threads: 0.45 s per vmapped local step, 0.24 s looped), so
+``client_axis="auto"`` loops over clients for convolutional models on CPU. Both compute the same function of
+the same stacked tensors; only the kernels (and so the last float bits) differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+from torch.func import vmap
+from torch.utils._pytree import tree_leaves, tree_map
+
+__all__ = ["CLIENT_AXES", "client_map", "resolve_client_axis"]
+
+CLIENT_AXES = ("auto", "vmap", "loop")
+
+
+def resolve_client_axis(client_axis: str, model: nn.Module, device: torch.device) -> str:
+    """``"vmap"`` or ``"loop"``: ``auto`` loops for convolutional models on CPU and vmaps otherwise."""
+    if client_axis not in CLIENT_AXES:
+        raise ValueError(f"engine.client_axis must be one of {CLIENT_AXES}, got {client_axis!r}")
+    if client_axis != "auto":
+        return client_axis
+    has_conv = any(isinstance(m, nn.modules.conv._ConvNd) for m in model.modules())
+    return "loop" if has_conv and device.type == "cpu" else "vmap"
+
+
+def client_map(
+    fn: Callable, client_axis: str, in_dims: int | tuple = 0, randomness: str = "error"
+) -> Callable:
+    """``fn`` applied to each client's slice of its arguments (pytrees), outputs stacked along dim 0.
+
+    ``in_dims`` as for ``vmap``: an int for every argument, or one entry per argument (``None``: shared by
+    all clients). ``randomness`` is passed to ``vmap``; the loop draws each client's randomness in turn.
+    """
+    if client_axis == "vmap":
+        return vmap(fn, in_dims=in_dims, randomness=randomness)
+    if client_axis != "loop":
+        raise ValueError(f"client_axis must be 'vmap' or 'loop' here, got {client_axis!r}")
+
+    def looped(*args):
+        dims = in_dims if isinstance(in_dims, tuple) else (in_dims,) * len(args)
+        first, dim = next((a, d) for a, d in zip(args, dims, strict=True) if d is not None)
+
+        def client(k: int) -> tuple:
+            return tuple(
+                a if d is None else tree_map(lambda t, d=d: t.select(d, k), a)
+                for a, d in zip(args, dims, strict=True)
+            )
+
+        outs = [fn(*client(k)) for k in range(tree_leaves(first)[0].shape[dim])]
+        return tree_map(lambda *parts: torch.stack(parts), outs[0], *outs[1:])
+
+    return looped
