@@ -8,8 +8,11 @@ measures the FLOP/s of a large fp32 matmul, and the last line is::
 
 with e = training FLOP/s of the batched engine / matmul FLOP/s.
 
-Usage: ``python benchmarks/round_speed.py [--rounds 50] [--device cpu] [--full-run]``; ``--full-run`` also
-times a complete 2000-round FedAvg run of W1 with evaluation every 20 rounds (``fairfl run`` path).
+Usage: ``python benchmarks/round_speed.py [--rounds 50] [--device cpu] [--full-run] [--cnn-rounds 3]``;
+``--full-run`` also times a complete 2000-round FedAvg run of W1 with evaluation every 20 rounds
+(``fairfl run`` path); ``--cnn-rounds N`` (N > 0) also times FedEBA+'s CIFAR-10 CNN workload (the
+Fashion-MNIST stand-in when CIFAR-10 is absent) with the client axis vmapped, looped
+(``engine.client_axis``) and sequential.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
 
 CONFIG = "fairfl_core/experiments/configs/fmnist_fedavg.yaml"
+CNN_CONFIG = "fairfl_core/experiments/configs/fedeba_cifar10_cnn.yaml"
 
 
 def train_flops_per_round(cfg: ExperimentConfig, model: torch.nn.Module) -> float:
@@ -56,10 +60,16 @@ def _sync(device: torch.device) -> None:
 
 
 def seconds_per_round(
-    cfg: ExperimentConfig, kind: str, device: torch.device, rounds: int, warmup: int = 3
+    cfg: ExperimentConfig,
+    kind: str,
+    device: torch.device,
+    rounds: int,
+    warmup: int = 3,
+    client_axis: str = "auto",
 ) -> float:
     data = run_data(cfg, device)
-    engine = Engine(build_model(cfg.model.name, seed=0), data, kind=kind)
+    model = build_model(cfg.model.name, seed=0, **cfg.model.options)
+    engine = Engine(model, data, kind=kind, client_axis=client_axis)
     algo = build_algorithm("fedavg", Simulation(engine, cfg.train, seed=0), cfg.algorithm.params)
     for t in range(warmup):
         algo.round(t)
@@ -77,6 +87,7 @@ def main() -> None:
     parser.add_argument("--sequential-rounds", type=int, default=None, help="default: --rounds")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--full-run", action="store_true")
+    parser.add_argument("--cnn-rounds", type=int, default=0, help="also time the CNN workload (0: skip)")
     args = parser.parse_args()
     device = resolve_device(args.device)
     cfg = ExperimentConfig.from_dict(load_config(CONFIG)).validate()
@@ -90,6 +101,22 @@ def main() -> None:
         f"training GFLOP per round={flops / 1e9:.2f} matmul GFLOP/s={peak / 1e9:.1f} "
         f"batched GFLOP/s={flops / batched / 1e9:.1f}"
     )
+    if args.cnn_rounds > 0:
+        from fairfl_core.experiments.papers.fedeba_plus import cifar10_stand_in
+
+        cnn = ExperimentConfig.from_dict(load_config(CNN_CONFIG, list(cifar10_stand_in()))).validate()
+        times = {
+            name: seconds_per_round(cnn, kind, device, args.cnn_rounds, warmup=1, client_axis=axis)
+            for name, kind, axis in [
+                ("batched_vmap", "batched", "vmap"),
+                ("batched_loop", "batched", "loop"),
+                ("sequential", "sequential", "auto"),
+            ]
+        }
+        print(
+            f"CNN ({cnn.data.name}, {cnn.model.name}) "
+            + " ".join(f"{k}_s_per_round={v:.3f}" for k, v in times.items())
+        )
     if args.full_run:
         with tempfile.TemporaryDirectory() as tmp:
             start = time.perf_counter()

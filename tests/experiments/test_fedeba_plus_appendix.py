@@ -94,7 +94,7 @@ def test_table9_uses_the_mlp_on_the_stand_in_or_on_real_cifar10(monkeypatch, tmp
 
 def test_subset_rejects_unknown_labels():
     with pytest.raises(ValueError, match=r"unknown method label\(s\) \['FedNope'\]"):
-        fa._subset(fa.TABLE13, ["FedAvg", "FedNope"])
+        fe.subset_methods(fa.TABLE13, ["FedAvg", "FedNope"])
 
 
 # -- reporting helpers ------------------------------------------------------------------------------------
@@ -108,7 +108,7 @@ def _runs(data="fashion_mnist", stand_in=None, label="fashion_mnist", **columns)
 
 def test_missing_reasons_for_left_out_and_failed_methods():
     exp = get_experiment("fedeba_table13_noise_fmnist")
-    reasons = fa.missing_reasons(exp, ["FedAvg", "FedEBA+"], {"AFL (λ=0.7)": "ValueError: x"}, {"FOCUS": "r"})
+    reasons = fe.missing_reasons(exp, ["FedAvg", "FedEBA+"], {"AFL (λ=0.7)": "ValueError: x"}, {"FOCUS": "r"})
     assert reasons["FOCUS"] == "r" and reasons["AFL"] == "run failed: ValueError: x"
     assert reasons["q-FFL"].startswith("not run: left out") and reasons["FedFV"].startswith("not run:")
     assert set(reasons) == {"FOCUS", "AFL", "q-FFL", "FedFV"}

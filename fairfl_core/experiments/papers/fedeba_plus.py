@@ -27,7 +27,7 @@ profiles shorten the CNN runs much more than the MLP runs (each profile's descri
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 import pandas as pd
@@ -40,9 +40,12 @@ __all__ = [
     "PAPER",
     "cifar10_stand_in",
     "cnn_profiles",
+    "missing_reasons",
     "mlp_profiles",
     "paper_values",
     "register_table",
+    "short_profiles",
+    "subset_methods",
     "with_extra_cost",
     "with_missing_rows",
 ]
@@ -79,6 +82,17 @@ NOT_IMPLEMENTED = {
     "Rank-Core-Fed": "not implemented: Rank-Core-Fed (Chaudhury et al. 2024) is not described in the FedEBA+ "
     "paper and the original is not available offline",
 }
+# Table 1's CIFAR-10 column at quick: the paper's methods whose CNN runs fit the 30-minute budget with the
+# Fashion-MNIST column (20 CNN rounds cost 2-4 min per method on 2 CPU cores)
+TABLE1_CNN_QUICK = (
+    "FedAvg",
+    "q-FFL (q=0.5)",
+    "FedMGDA+ (ε=0.03)",
+    "PropFair (M=0.2, ε=0.2)",
+    "TERM (t=0.1)",
+    "Prac-FedEBA+ (θ=15°)",
+    "FedEBA+",
+)
 THETAS = (0, 15, 30, 45, 90)
 ALPHAS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9)
 TAUS = (0.05, 0.5, 1.0, 5.0)
@@ -165,11 +179,39 @@ def cifar10_stand_in() -> tuple[str, ...]:
     )
 
 
-def cnn_profiles(quick_rounds: int, smoke_data: tuple[str, ...]) -> dict[str, Profile]:
+def _mlp_instead_of_cnn(stand_in: tuple[str, ...]) -> tuple[str, ...]:
+    """Overrides that swap the CNN for Table 1's MLP (784 inputs on the stand-in, 3072 on CIFAR-10)."""
+    return ("model.name=mlp", "model.options={}" if stand_in else "model.options={in_features: 3072}")
+
+
+def cnn_profiles(
+    quick_rounds: int, smoke_data: tuple[str, ...], quick_mlp: bool = False
+) -> dict[str, Profile]:
+    """The CIFAR-10 CNN experiments' profiles; ``quick_mlp`` runs Table 1's MLP at ``quick`` (1 seed,
+    ``quick_rounds`` rounds) where a CNN run of that length would not fit a 2-core CPU."""
     data = cifar10_stand_in()
     what = "stand-in (no CIFAR-10 here: Fashion-MNIST, same split), " if data else ""
-    mlp = ("model.name=mlp", "model.options={}" if data else "model.options={in_features: 3072}")
+    mlp = _mlp_instead_of_cnn(data)
     description, rounds, seeds, every = PAPER_SCALE
+    if quick_mlp:
+        quick = Profile(
+            f"{what}Table 1's MLP instead of the CNN (2 CPU cores), {quick_rounds} of the 2000 rounds, "
+            "1 seed",
+            quick_rounds,
+            (0,),
+            20,
+            (*data, *mlp),
+        )
+    else:
+        quick = Profile(
+            f"{what}the paper's CNN and protocol, but only {quick_rounds} of the 2000 rounds and 1 seed "
+            "(on 2 CPU cores the CNN takes about 2 s per FedAvg round, 5.5 s per FedEBA+ round with its "
+            "extra loss and gradient passes); far from converged",
+            quick_rounds,
+            (0,),
+            10,
+            data,
+        )
     return {
         "smoke": Profile(
             f"CI check: {what}MLP instead of the CNN, 1 local step, 2 rounds, 1 seed; not comparable to "
@@ -179,17 +221,40 @@ def cnn_profiles(quick_rounds: int, smoke_data: tuple[str, ...]) -> dict[str, Pr
             2,
             (*data, *mlp, "train.local_steps=1", *smoke_data),
         ),
-        "quick": Profile(
-            f"{what}the paper's CNN and protocol, but only {quick_rounds} of the 2000 rounds and 1 seed "
-            "(on 2 CPU cores the CNN takes about 2 s per FedAvg round, 5.5 s per FedEBA+ round with its "
-            "extra loss and gradient passes); far from converged",
-            quick_rounds,
-            (0,),
-            10,
-            data,
-        ),
+        "quick": quick,
         "paper": Profile(f"{what}{description}", rounds, seeds, every, data),
     }
+
+
+def subset_methods(methods: tuple[Method, ...], labels: Iterable[str]) -> tuple[Method, ...]:
+    """The ``methods`` whose label is in ``labels`` (in their order); an unknown label is an error."""
+    keep = set(labels)
+    unknown = keep - {m.label for m in methods}
+    if unknown:
+        raise ValueError(f"unknown method label(s) {sorted(unknown)}; labels: {[m.label for m in methods]}")
+    return tuple(m for m in methods if m.label in keep)
+
+
+def short_profiles(
+    base: Mapping[str, Profile],
+    overrides: tuple[str, ...] = (),
+    short_methods: tuple[Method, ...] | None = None,
+    what: str = "",
+    short_at: tuple[str, ...] = ("smoke", "quick"),
+) -> dict[str, Profile]:
+    """``base`` (``mlp_profiles`` or ``cnn_profiles``) with ``overrides`` before each profile's own, the
+    description prefixed by ``what`` and, at the ``short_at`` profiles, only ``short_methods`` (if given)."""
+    out = {}
+    for name, p in base.items():
+        short = short_methods is not None and name in short_at
+        note = f"; only {len(short_methods)} of the methods (all at paper)" if short else ""
+        out[name] = replace(
+            p,
+            description=f"{what}{p.description}{note}",
+            overrides=(*overrides, *p.overrides),
+            methods=short_methods if short else p.methods,
+        )
+    return out
 
 
 # -- the experiments --------------------------------------------------------------------------------------
@@ -213,7 +278,11 @@ register_table(
     "is absent)",
     "fedeba_cifar10_cnn.yaml",
     TABLE1,
-    cnn_profiles(20, SMOKE_SHARDS),
+    short_profiles(
+        cnn_profiles(20, SMOKE_SHARDS),
+        short_methods=subset_methods(TABLE1, TABLE1_CNN_QUICK),
+        short_at=("quick",),
+    ),
     "Table 1",
     CIFAR10,
 )
@@ -257,7 +326,7 @@ register_table(
     "(labelled Fashion-MNIST stand-in when CIFAR-10 is absent)",
     "fedeba_cifar10_dirichlet_cnn.yaml",
     (FEDAVG, FEDEBA_PLUS),
-    cnn_profiles(20, ("data.pooled_test=local_union", "data.test_frac=0.05")),
+    cnn_profiles(300, ("data.pooled_test=local_union", "data.test_frac=0.05"), quick_mlp=True),
 )
 
 
@@ -287,6 +356,25 @@ def with_extra_cost(runs: pd.DataFrame) -> pd.DataFrame:
     last = diags.sort_values("round").groupby("hash")["extra_cost"].last()
     share = diags.groupby("hash")["branch"].apply(lambda b: (b == "gradient").mean())
     return runs.assign(extra_cost=100 * runs["hash"].map(last), gradient_rounds=100 * runs["hash"].map(share))
+
+
+def missing_reasons(
+    experiment: Experiment,
+    methods_run: Iterable[str],
+    failed: Mapping[str, str] | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Why each paper row of ``experiment`` has no reproduced number: ``extra`` (paper row → reason, e.g.
+    not implemented), the experiment's methods whose label is not in ``methods_run`` (left out at this
+    profile) and ``failed`` (method label → error of its run)."""
+    done, failed = set(methods_run), dict(failed or {})
+    reasons = dict(extra or {})
+    for m in experiment.method_list():
+        if m.paper_row and m.label in failed:
+            reasons[m.paper_row] = f"run failed: {failed[m.label]}"
+        elif m.paper_row and m.label not in done:
+            reasons[m.paper_row] = "not run: left out at this profile (see its description), run at paper"
+    return reasons
 
 
 def with_missing_rows(

@@ -50,8 +50,10 @@ from fairfl_core.experiments.papers.fedeba_plus import (
     cnn_profiles,
     mlp_profiles,
     register_table,
+    short_profiles,
+    subset_methods,
 )
-from fairfl_core.experiments.profiles import Experiment, Method, Profile
+from fairfl_core.experiments.profiles import Method
 from fairfl_core.experiments.runner import run_data
 from fairfl_core.experiments.store import RunStore, client_accuracy_key
 from fairfl_core.models import build_model
@@ -67,7 +69,6 @@ __all__ = [
     "TABLES17_19_NOT_RUN",
     "appendix_claims",
     "client_optimum_losses",
-    "missing_reasons",
     "with_cv_improvement",
     "with_faa",
 ]
@@ -83,35 +84,6 @@ FEDFV_T8 = Method("FedFV (α=0.1, τ_fv=10)", "fedfv", {"alpha": 0.1, "tau": 10}
 def _with(params: Mapping, methods: Iterable[Method]) -> tuple[Method, ...]:
     """``methods`` with ``params`` added to each one's hyper-parameters (a plug-in on every method)."""
     return tuple(replace(m, params={**m.params, **params}) for m in methods)
-
-
-def _subset(methods: tuple[Method, ...], labels: Iterable[str]) -> tuple[Method, ...]:
-    keep = set(labels)
-    unknown = keep - {m.label for m in methods}
-    if unknown:
-        raise ValueError(f"unknown method label(s) {sorted(unknown)}; labels: {[m.label for m in methods]}")
-    return tuple(m for m in methods if m.label in keep)
-
-
-def _profiles(
-    base: Mapping[str, Profile],
-    overrides: tuple[str, ...] = (),
-    short_methods: tuple[Method, ...] | None = None,
-    what: str = "",
-) -> dict[str, Profile]:
-    """``base`` (``fedeba_plus``'s MLP or CNN profiles) with ``overrides`` before each profile's own, the
-    description prefixed by ``what`` and, at smoke and quick, only ``short_methods`` (when given)."""
-    out = {}
-    for name, p in base.items():
-        short = short_methods is not None and name != "paper"
-        note = f"; only {len(short_methods)} of the methods (all at paper)" if short else ""
-        out[name] = replace(
-            p,
-            description=f"{what}{p.description}{note}",
-            overrides=(*overrides, *p.overrides),
-            methods=short_methods if short else p.methods,
-        )
-    return out
 
 
 # -- Table 9: CIFAR-10 with the MLP -------------------------------------------------------------------------
@@ -223,7 +195,7 @@ register_table(
     "when CIFAR-10 is absent): the rows of the implemented methods with their printed q, λ, ε",
     "fedeba_cifar10_cnn.yaml",
     TABLE9,
-    _profiles(mlp_profiles(300, (0,)), _T9_DATA, _subset(TABLE9, TABLE9_SHORT), _T9_WHAT),
+    short_profiles(mlp_profiles(300, (0,)), _T9_DATA, subset_methods(TABLE9, TABLE9_SHORT), _T9_WHAT),
     "Table 9",
     CIFAR10,
 )
@@ -232,7 +204,7 @@ register_table(
     "Table 10, Fashion-MNIST (MLP): every method with server momentum 0.9 (v ← 0.9 v + Δ_t, x ← x + v)",
     "fedeba_fmnist_mlp.yaml",
     TABLE10,
-    _profiles(mlp_profiles(300, (0,)), what="with server momentum 0.9; "),
+    short_profiles(mlp_profiles(300, (0,)), what="with server momentum 0.9; "),
     "Table 10",
 )
 register_table(
@@ -241,7 +213,7 @@ register_table(
     "global lr 1, client lr 0.1)",
     "fedeba_fmnist_mlp.yaml",
     TABLE11,
-    _profiles(mlp_profiles(300, (0,)), what="with FedVARP; "),
+    short_profiles(mlp_profiles(300, (0,)), what="with FedVARP; "),
     "Table 11",
 )
 register_table(
@@ -249,10 +221,10 @@ register_table(
     "Table 13, Fashion-MNIST (MLP) with symmetric label noise ε = 0.5 on the clients' training labels",
     "fedeba_fmnist_mlp.yaml",
     TABLE13,
-    _profiles(
+    short_profiles(
         mlp_profiles(300, (0,)),
         NOISE,
-        _subset(TABLE13, ("FedAvg", "q-FFL (q=0.5)", "FedFV (α=0.1, τ_fv=10)", OURS)),
+        subset_methods(TABLE13, ("FedAvg", "q-FFL (q=0.5)", "FedFV (α=0.1, τ_fv=10)", OURS)),
         "label noise 0.5; ",
     ),
     "Table 13",
@@ -263,32 +235,15 @@ register_table(
     "CIFAR-10 is absent)",
     "fedeba_cifar10_cnn.yaml",
     TABLE13,
-    _profiles(cnn_profiles(10, SMOKE_SHARDS), NOISE, _subset(TABLE13, ("FedAvg", OURS)), "label noise 0.5; "),
+    short_profiles(
+        cnn_profiles(10, SMOKE_SHARDS), NOISE, subset_methods(TABLE13, ("FedAvg", OURS)), "label noise 0.5; "
+    ),
     "Table 13",
     CIFAR10,
 )
 
 
 # -- reporting helpers ------------------------------------------------------------------------------------
-def missing_reasons(
-    experiment: Experiment,
-    methods_run: Iterable[str],
-    failed: Mapping[str, str] | None = None,
-    extra: Mapping[str, str] | None = None,
-) -> dict[str, str]:
-    """Why each paper row of ``experiment`` has no reproduced number: ``extra`` (paper row → reason, e.g.
-    not implemented), the experiment's methods whose label is not in ``methods_run`` (left out at this
-    profile) and ``failed`` (method label → error of its run)."""
-    done, failed = set(methods_run), dict(failed or {})
-    reasons = dict(extra or {})
-    for m in experiment.method_list():
-        if m.paper_row and m.label in failed:
-            reasons[m.paper_row] = f"run failed: {failed[m.label]}"
-        elif m.paper_row and m.label not in done:
-            reasons[m.paper_row] = "not run: left out at this profile (see its description), run at paper"
-    return reasons
-
-
 def with_cv_improvement(runs: pd.DataFrame, reference: str = "FedAvg") -> pd.DataFrame:
     """``runs`` plus ``cv_improvement`` (Table 18, in %): 100 (C_v^ref − C_v) / C_v^ref of each run against
     the mean C_v of the ``reference`` method's runs on the same dataset (NaN where it has none)."""
