@@ -205,3 +205,19 @@ def test_claims_name_registered_methods_and_hold_in_the_papers_numbers(table):
         as_results = paper.rename(columns={"paper_value": "mean", "paper_std": "std"}).assign(n=5)
         checked = report.check_claims(claims, as_results, paper)
         assert set(checked["result"]) == {"pass"}, checked.loc[checked["result"] != "pass", "claim"].tolist()
+
+
+def test_cnn_experiments_fit_the_quick_budget_and_keep_every_method_at_paper():
+    table1 = get_experiment("fedeba_table1_cifar10")
+    quick = {c.algorithm.name for c in experiment_configs("fedeba_table1_cifar10", "quick")}
+    assert len(experiment_configs("fedeba_table1_cifar10", "quick")) == len(fe.TABLE1_CNN_QUICK)
+    assert {"fedavg", "fedeba+", "prac_fedeba+"} <= quick and "ditto" not in quick
+    assert table1.profiles["smoke"].methods is None and table1.profiles["paper"].methods is None
+    runs = _runs(method=list(fe.TABLE1_CNN_QUICK), global_acc=[1.0] * len(fe.TABLE1_CNN_QUICK))
+    reasons = fe.missing_reasons(table1, runs["method"])
+    assert set(reasons) == {"FedSGD", "Ditto", "AAggFF"}  # rows without a paper row are ours, not the paper's
+    fig14 = {c.model.name for c in experiment_configs("fedeba_fig14_dirichlet", "quick")}
+    assert (
+        fig14 == {"mlp"}
+        and experiment_configs("fedeba_fig14_dirichlet", "paper")[0].model.name == "cnn_cifar10"
+    )
