@@ -93,6 +93,7 @@ class ExperimentConfig:
         """Check ranges and names; raise ``ValueError`` naming the field and the allowed values."""
         from fairfl_core.algorithms.base import algorithm_class
         from fairfl_core.models import MODELS
+        from fairfl_core.sim.client_map import CLIENT_AXES
 
         t = self.train
         _require(t.rounds > 0, "train.rounds", t.rounds, "a positive integer")
@@ -128,10 +129,10 @@ class ExperimentConfig:
             "'float32' or 'float64'",
         )
         _require(
-            self.engine.client_axis in ("auto", "vmap", "loop"),
+            self.engine.client_axis in CLIENT_AXES,
             "engine.client_axis",
             self.engine.client_axis,
-            "'auto', 'vmap' or 'loop'",
+            f"one of {CLIENT_AXES}",
         )
         _require(self.model.name in MODELS, "model.name", self.model.name, f"one of {sorted(MODELS)}")
         algorithm_class(self.algorithm.name)

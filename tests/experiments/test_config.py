@@ -26,6 +26,8 @@ def test_a_field_added_later_keeps_existing_hashes_at_its_default():
     assert config_hash(cfg) == "29452d984095dc3b"  # computed before data.val_frac existed
     held_out = ExperimentConfig.from_dict(apply_overrides(cfg.to_dict(), ["data.val_frac=0.1"]))
     assert config_hash(held_out) != config_hash(cfg)
+    looped = ExperimentConfig.from_dict(apply_overrides(cfg.to_dict(), ["engine.client_axis=loop"]))
+    assert config_hash(looped) == config_hash(cfg)  # how clients are mapped is not the run's identity
 
 
 @pytest.mark.parametrize(
@@ -34,6 +36,7 @@ def test_a_field_added_later_keeps_existing_hashes_at_its_default():
         ("train.lr=-1", "train.lr"),
         ("train.local_epochs=2", "exactly one of them"),
         ("engine.kind=warp", "engine.kind"),
+        ("engine.client_axis=threads", "engine.client_axis"),
         ("model.name=gpt", "model.name"),
         ("algorithm.name=nope", "unknown algorithm 'nope'"),
     ],
