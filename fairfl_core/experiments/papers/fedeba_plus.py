@@ -20,8 +20,10 @@ within 15 rounds at the paper's settings, so every FedEBA+ run here uses ``fair_
 (g̃ = the p̃-weighted one-step model update, ``ALIGN``) and Table 1 also runs the literal reading as an extra
 row ("FedEBA+ (literal Eq. 11 units)", no paper row).
 
-CPU budget (2 cores): the MLP costs about 0.1–0.6 s per round, the CNN 3–15 s per round, so the ``quick``
-profiles shorten the CNN runs much more than the MLP runs (each profile's description says how).
+CPU budget (2 cores; each notebook's ``quick`` profile within 30 minutes): the MLP costs about 0.1–0.3 s per
+round, the CNN 2–6 s, so ``quick`` runs 20 CNN rounds of 7 of Table 1's methods (``TABLE1_CNN_QUICK``; the
+others keep their rows, "not run" at quick) and Fig. 14 with Table 1's MLP (each profile's description says
+how).
 """
 
 from __future__ import annotations
@@ -179,11 +181,6 @@ def cifar10_stand_in() -> tuple[str, ...]:
     )
 
 
-def _mlp_instead_of_cnn(stand_in: tuple[str, ...]) -> tuple[str, ...]:
-    """Overrides that swap the CNN for Table 1's MLP (784 inputs on the stand-in, 3072 on CIFAR-10)."""
-    return ("model.name=mlp", "model.options={}" if stand_in else "model.options={in_features: 3072}")
-
-
 def cnn_profiles(
     quick_rounds: int, smoke_data: tuple[str, ...], quick_mlp: bool = False
 ) -> dict[str, Profile]:
@@ -191,7 +188,7 @@ def cnn_profiles(
     ``quick_rounds`` rounds) where a CNN run of that length would not fit a 2-core CPU."""
     data = cifar10_stand_in()
     what = "stand-in (no CIFAR-10 here: Fashion-MNIST, same split), " if data else ""
-    mlp = _mlp_instead_of_cnn(data)
+    mlp = ("model.name=mlp", "model.options={}" if data else "model.options={in_features: 3072}")
     description, rounds, seeds, every = PAPER_SCALE
     if quick_mlp:
         quick = Profile(
