@@ -91,6 +91,22 @@ def test_stacked_models_losses_and_gradients_equal_one_model_each(client_axis):
         assert torch.allclose(grads_s[row], e.gradients(stacked[row], np.array([k]))[0], atol=1e-12)
 
 
+def test_convolutional_model_trains_alike_on_both_client_axes_and_sequentially():
+    def conv():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(
+            torch.nn.Conv2d(1, 3, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(12, 4)
+        )
+
+    spec = LocalSpec(lr=0.1, batch_size=5, steps=3, momentum=0.9, prox_mu=0.1)
+    out = {}
+    for kind, axis in [("batched", "vmap"), ("batched", "loop"), ("sequential", "auto")]:
+        e = Engine(conv(), tiny_federated(), kind=kind, dtype=torch.float64, client_axis=axis)
+        out[kind, axis] = e.train(np.array([0, 3, 5]), e.init_params(), spec, seed=1).params
+    assert (out["batched", "loop"] - out["sequential", "auto"]).abs().max() < 1e-10
+    assert (out["batched", "vmap"] - out["sequential", "auto"]).abs().max() < 1e-10
+
+
 def test_client_axis_auto_loops_over_convolutional_models_on_cpu_only():
     conv = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.Flatten(), torch.nn.Linear(8, 4))
     assert Engine(conv, tiny_federated()).client_axis == "loop"
