@@ -18,6 +18,7 @@ Fashion-MNIST stand-in when CIFAR-10 is absent) with the client axis vmapped, lo
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
 import time
 
@@ -59,32 +60,32 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def seconds_per_round(
-    cfg: ExperimentConfig,
-    kind: str,
-    device: torch.device,
-    rounds: int,
-    warmup: int = 3,
-    client_axis: str = "auto",
-) -> float:
-    data = run_data(cfg, device)
-    model = build_model(cfg.model.name, seed=0, **cfg.model.options)
-    engine = Engine(model, data, kind=kind, client_axis=client_axis)
-    algo = build_algorithm("fedavg", Simulation(engine, cfg.train, seed=0), cfg.algorithm.params)
-    for t in range(warmup):
-        algo.round(t)
-    _sync(device)
-    start = time.perf_counter()
-    for t in range(warmup, warmup + rounds):
-        algo.round(t)
-    _sync(device)
-    return (time.perf_counter() - start) / rounds
+class Workload:
+    """An engine running FedAvg on a config, warmed up; ``time(n)``: mean wall time of its next n rounds."""
+
+    def __init__(self, cfg: ExperimentConfig, kind: str, device: torch.device, client_axis="auto", warmup=3):
+        data = run_data(cfg, device)
+        model = build_model(cfg.model.name, seed=0, **cfg.model.options)
+        engine = Engine(model, data, kind=kind, client_axis=client_axis)
+        self.algo = build_algorithm("fedavg", Simulation(engine, cfg.train, seed=0), cfg.algorithm.params)
+        self.device, self.t = device, 0
+        self.time(warmup)
+
+    def time(self, rounds: int) -> float:
+        _sync(self.device)
+        start = time.perf_counter()
+        for _ in range(rounds):
+            self.algo.round(self.t)
+            self.t += 1
+        _sync(self.device)
+        return (time.perf_counter() - start) / rounds
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=50)
     parser.add_argument("--sequential-rounds", type=int, default=None, help="default: --rounds")
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved timing blocks (medians)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--full-run", action="store_true")
     parser.add_argument("--cnn-rounds", type=int, default=0, help="also time the CNN workload (0: skip)")
@@ -94,19 +95,37 @@ def main() -> None:
     print(f"device={device} threads={torch.get_num_threads()} torch={torch.__version__}")
 
     flops = train_flops_per_round(cfg, build_model(cfg.model.name))
-    peak = matmul_flops(device)
-    batched = seconds_per_round(cfg, "batched", device, args.rounds)
-    sequential = seconds_per_round(cfg, "sequential", device, args.sequential_rounds or args.rounds)
+    # batched = the engine's default (client_axis auto: the closed-form MLP step); batched_vmap = the
+    # generic vmap(grad) step on the same model, for comparison
+    workloads = {
+        "batched": Workload(cfg, "batched", device),
+        "batched_vmap": Workload(cfg, "batched", device, client_axis="vmap"),
+        "sequential": Workload(cfg, "sequential", device),
+    }
+    block = {name: max(1, args.rounds // args.repeats) for name in workloads}
+    block["sequential"] = max(1, (args.sequential_rounds or args.rounds) // args.repeats)
+    # interleaved blocks, medians: this machine's speed drifts (other tenants on the host), and every
+    # figure of a block (matmul peak, each engine) is taken within the same few seconds
+    peaks, times = [], {name: [] for name in workloads}
+    for _ in range(args.repeats):
+        peaks.append(matmul_flops(device, reps=5))
+        for name, workload in workloads.items():
+            times[name].append(workload.time(block[name]))
+    peak = statistics.median(peaks)
+    med = {name: statistics.median(v) for name, v in times.items()}
+    batched, sequential = med["batched"], med["sequential"]
     print(
         f"training GFLOP per round={flops / 1e9:.2f} matmul GFLOP/s={peak / 1e9:.1f} "
-        f"batched GFLOP/s={flops / batched / 1e9:.1f}"
+        f"batched GFLOP/s={flops / batched / 1e9:.1f} (medians of {args.repeats} interleaved blocks)"
     )
+    for name, values in times.items():
+        print(f"  {name} s/round: median {med[name]:.4f}, blocks " + " ".join(f"{v:.4f}" for v in values))
     if args.cnn_rounds > 0:
         from fairfl_core.experiments.papers.fedeba_plus import cifar10_stand_in
 
         cnn = ExperimentConfig.from_dict(load_config(CNN_CONFIG, list(cifar10_stand_in()))).validate()
         times = {
-            name: seconds_per_round(cnn, kind, device, args.cnn_rounds, warmup=1, client_axis=axis)
+            name: Workload(cnn, kind, device, client_axis=axis, warmup=1).time(args.cnn_rounds)
             for name, kind, axis in [
                 ("batched_vmap", "batched", "vmap"),
                 ("batched_loop", "batched", "loop"),

@@ -4,7 +4,9 @@
 stacked clients becomes one grouped convolution, which CPU kernels run at about half the speed of K plain ones
 (FedEBA+'s CIFAR-10 CNN, 10 clients × batch 50, 2 threads: 0.45 s per vmapped local step, 0.24 s looped), so
 ``client_axis="auto"`` loops over clients for convolutional models on CPU. Both compute the same function of
-the same stacked tensors; only the kernels (and so the last float bits) differ.
+the same stacked tensors; only the kernels (and so the last float bits) differ. A third axis, ``bmm``, is the
+closed-form local step of ReLU MLPs (``mlp_step.py``, what ``auto`` picks for them); it concerns local
+training only, and every function mapped here runs under ``vmap`` for it.
 """
 
 from __future__ import annotations
@@ -16,17 +18,23 @@ from torch import nn
 from torch.func import vmap
 from torch.utils._pytree import tree_leaves, tree_map
 
+from fairfl_core.sim.mlp_step import dense_relu_layers
+
 __all__ = ["CLIENT_AXES", "client_map", "resolve_client_axis"]
 
-CLIENT_AXES = ("auto", "vmap", "loop")
+CLIENT_AXES = ("auto", "vmap", "loop", "bmm")
 
 
 def resolve_client_axis(client_axis: str, model: nn.Module, device: torch.device) -> str:
-    """``"vmap"`` or ``"loop"``: ``auto`` loops for convolutional models on CPU and vmaps otherwise."""
+    """``"vmap"``, ``"loop"`` or ``"bmm"``: ``auto`` takes the closed-form step of ``mlp_step.py`` for ReLU
+    MLPs, loops for convolutional models on CPU and vmaps otherwise. ``bmm`` only changes local training;
+    the engine's other per-client maps run under ``vmap`` then."""
     if client_axis not in CLIENT_AXES:
         raise ValueError(f"engine.client_axis must be one of {CLIENT_AXES}, got {client_axis!r}")
     if client_axis != "auto":
         return client_axis
+    if dense_relu_layers(model) is not None:
+        return "bmm"
     has_conv = any(isinstance(m, nn.modules.conv._ConvNd) for m in model.modules())
     return "loop" if has_conv and device.type == "cpu" else "vmap"
 
@@ -39,10 +47,10 @@ def client_map(
     ``in_dims`` as for ``vmap``: an int for every argument, or one entry per argument (``None``: shared by
     all clients). ``randomness`` is passed to ``vmap``; the loop draws each client's randomness in turn.
     """
-    if client_axis == "vmap":
+    if client_axis in ("vmap", "bmm"):
         return vmap(fn, in_dims=in_dims, randomness=randomness)
     if client_axis != "loop":
-        raise ValueError(f"client_axis must be 'vmap' or 'loop' here, got {client_axis!r}")
+        raise ValueError(f"client_axis must be 'vmap', 'bmm' or 'loop' here, got {client_axis!r}")
 
     def looped(*args):
         dims = in_dims if isinstance(in_dims, tuple) else (in_dims,) * len(args)

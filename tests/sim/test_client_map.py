@@ -27,5 +27,5 @@ def test_loop_equals_vmap(in_dims):
 
 
 def test_unknown_axis_is_named():
-    with pytest.raises(ValueError, match="'vmap' or 'loop'"):
+    with pytest.raises(ValueError, match="'vmap', 'bmm' or 'loop'"):
         client_map(_fn, "auto")

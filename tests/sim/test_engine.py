@@ -17,7 +17,7 @@ def _engine(kind, dtype=torch.float64, **kw):
     return Engine(tiny_model(), tiny_federated(), kind=kind, dtype=dtype, **kw)
 
 
-@pytest.mark.parametrize("client_axis", ["vmap", "loop"])
+@pytest.mark.parametrize("client_axis", ["bmm", "vmap", "loop"])
 @pytest.mark.parametrize("steps,epochs", [(4, None), (None, 2)])
 def test_local_step_matches_torch_sgd_with_every_transform(steps, epochs, client_axis):
     clients = np.array([0, 2, 5])
@@ -45,12 +45,13 @@ def test_local_step_matches_torch_sgd_with_every_transform(steps, epochs, client
     assert torch.allclose(out["batched"].train_loss, out["sequential"].train_loss, atol=1e-10)
 
 
+@pytest.mark.parametrize("client_axis", ["bmm", "vmap"])
 @pytest.mark.parametrize("algorithm,params", [("fedavg", {}), ("fedprox", {"mu": 0.5})])
-def test_batched_and_sequential_runs_agree(algorithm, params):
+def test_batched_and_sequential_runs_agree(algorithm, params, client_axis):
     train = TrainConfig(rounds=3, clients_per_round=3, batch_size=4, lr=0.2, local_steps=3)
     final = {}
     for kind in ("batched", "sequential"):
-        sim = Simulation(_engine(kind), train, seed=7)
+        sim = Simulation(_engine(kind, client_axis=client_axis), train, seed=7)
         algo = build_algorithm(algorithm, sim, params)
         for t in range(3):
             algo.round(t)
@@ -107,12 +108,18 @@ def test_convolutional_model_trains_alike_on_both_client_axes_and_sequentially()
     assert (out["batched", "vmap"] - out["sequential", "auto"]).abs().max() < 1e-10
 
 
-def test_client_axis_auto_loops_over_convolutional_models_on_cpu_only():
+def test_client_axis_auto_loops_over_convolutional_models_on_cpu_and_takes_the_mlp_closed_form():
     conv = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.Flatten(), torch.nn.Linear(8, 4))
     assert Engine(conv, tiny_federated()).client_axis == "loop"
-    assert _engine("batched").client_axis == "vmap"
+    assert _engine("batched").client_axis == "bmm"
+    tanh = torch.nn.Sequential(
+        torch.nn.Flatten(), torch.nn.Linear(16, 8), torch.nn.Tanh(), torch.nn.Linear(8, 4)
+    )
+    assert Engine(tanh, tiny_federated()).client_axis == "vmap"
     with pytest.raises(ValueError, match="client_axis must be one of"):
         _engine("batched", client_axis="threads")
+    with pytest.raises(ValueError, match="needs a ReLU MLP.*Sequential is not one: use 'auto' or 'vmap'"):
+        Engine(conv, tiny_federated(), client_axis="bmm")
 
 
 def test_pooled_test_accuracy():
