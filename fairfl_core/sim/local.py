@@ -92,8 +92,8 @@ class BatchedTrainer:
         self.buffers = dict(model.named_buffers())
         self.chunk_size = chunk_size
         self.client_axis = client_axis
-        self.dense = dense_relu_layers(model) if client_axis == "bmm" else None
-        if client_axis == "bmm" and self.dense is None:
+        self.relu_mlp = dense_relu_layers(model) if client_axis == "bmm" else None
+        if client_axis == "bmm" and self.relu_mlp is None:
             raise ValueError(
                 "engine.client_axis='bmm' needs a ReLU MLP ([Flatten →] Linear → ReLU → … → Linear, every "
                 f"Linear with a bias); {type(model).__name__} is not one: use 'auto' or 'vmap'"
@@ -109,12 +109,12 @@ class BatchedTrainer:
         ``[K, P]`` per parameter tensor: about 2× slower on the W1 MLP).
         """
         if self.client_axis == "bmm":
-            flattens = self.dense[0]
+            flattens = self.relu_mlp[0]
 
-            def factored(params, x, y, m, scale):
+            def closed_form(params, x, y, m, scale):
                 return mlp_gradient(flattens, list(params.values()), x, y, m, scale, objective)
 
-            return factored
+            return closed_form
         model, buffers = self.model, self.buffers
 
         def loss(params, x, y, m):
@@ -124,14 +124,14 @@ class BatchedTrainer:
         # dropout: each client draws its own masks
         mapped = client_map(grad_and_value(loss), self.client_axis, randomness="different")
 
-        def dense(params, x, y, m, scale):
+        def autograd(params, x, y, m, scale):
             grads, value = mapped(params, x, y, m)
             g = list(grads.values())
             if scale is not None:
                 torch._foreach_mul_(g, self._per_row(scale, g))
-            return _DenseGradient(g), value
+            return _ExplicitGradient(g), value
 
-        return dense
+        return autograd
 
     def train(self, start: torch.Tensor, spec: LocalSpec, schedule: BatchSchedule) -> LocalResult:
         k_clients = schedule.index.shape[0]
@@ -231,8 +231,8 @@ class BatchedTrainer:
 
 
 @dataclass
-class _DenseGradient:
-    """Per-client gradients written out, stacked per parameter tensor."""
+class _ExplicitGradient:
+    """Per-client gradients written out, stacked per parameter tensor (cf. ``mlp_step.FactoredGradient``)."""
 
     grads: list[torch.Tensor]
 
