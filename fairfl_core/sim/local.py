@@ -175,6 +175,7 @@ class BatchedTrainer:
             ref = ref or [t.clone() for t in ws]
         mix = self._views(per_client(spec.mix_vector, rows), ws) if spec.mix_alpha else None
         shift = self._views(per_client(spec.grad_shift, rows), ws)
+        fixed = self._fixed_drift(spec, mix, shift)
         scale = spec.grad_scale[rows].to(start) if spec.grad_scale is not None else None
         if mix is not None:  # (1 − α) s_k g + α g̃: the minibatch gradient's share
             share = torch.full((kc,), 1 - spec.mix_alpha, dtype=dtype, device=device)
@@ -189,10 +190,10 @@ class BatchedTrainer:
             idx = schedule.index[rows, s]
             x, y, m = self.inputs(idx, dtype), self.labels[idx], schedule.mask[rows, s].to(dtype)
             grad, loss = gradient(params, x, y, m, step_scale)
-            drift = self._drift(ws, spec, ref, mix, shift)
+            drift = self._drift(ws, spec, ref, fixed)
             on_rows = None if on is None else self._per_row(on, ws)
             if drift is not None and on_rows is not None:
-                torch._foreach_mul_(drift, on_rows)
+                drift = torch._foreach_mul(drift, on_rows)
             if bufs is None:
                 if drift is not None:
                     torch._foreach_add_(ws, drift, alpha=-spec.lr)
@@ -210,23 +211,28 @@ class BatchedTrainer:
         return self.space.flatten(params, batch_dims=1), loss_sum / n_active.clamp_min(1)
 
     @staticmethod
-    def _drift(ws, spec, ref, mix, shift) -> list[torch.Tensor] | None:
-        """The step's terms besides the minibatch gradient: ``α g̃ + c_k + μ (w − w_ref) + λ_wd w``."""
-        terms = []
-        if mix is not None:
-            terms.append((mix, spec.mix_alpha))
+    def _fixed_drift(spec, mix, shift) -> list[torch.Tensor] | None:
+        """``α g̃ + c_k``: the step's terms that stay the same for the whole round."""
+        if mix is None:
+            return shift
+        fixed = torch._foreach_mul(mix, spec.mix_alpha)
         if shift is not None:
-            terms.append((shift, 1.0))
+            torch._foreach_add_(fixed, shift)
+        return fixed
+
+    @staticmethod
+    def _drift(ws, spec, ref, fixed) -> list[torch.Tensor] | None:
+        """The step's terms besides the minibatch gradient: ``α g̃ + c_k + μ (w − w_ref) + λ_wd w``."""
+        if not spec.prox_mu and not spec.weight_decay:
+            return fixed
         if spec.prox_mu:
-            terms.append((torch._foreach_sub(ws, ref), spec.prox_mu))
-        if spec.weight_decay:
-            terms.append((ws, spec.weight_decay))
-        if not terms:
-            return None
-        (first, c0), *rest = terms
-        drift = torch._foreach_mul(first, c0)
-        for tensors, c in rest:
-            torch._foreach_add_(drift, tensors, alpha=c)
+            drift = torch._foreach_mul(torch._foreach_sub(ws, ref), spec.prox_mu)
+            if spec.weight_decay:
+                torch._foreach_add_(drift, ws, alpha=spec.weight_decay)
+        else:
+            drift = torch._foreach_mul(ws, spec.weight_decay)
+        if fixed is not None:
+            torch._foreach_add_(drift, fixed)
         return drift
 
 

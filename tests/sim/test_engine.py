@@ -17,9 +17,10 @@ def _engine(kind, dtype=torch.float64, **kw):
     return Engine(tiny_model(), tiny_federated(), kind=kind, dtype=dtype, **kw)
 
 
+@pytest.mark.parametrize("prox_mu", [0.1, 0.0])  # without μ: weight decay is the only w-dependent term
 @pytest.mark.parametrize("client_axis", ["bmm", "vmap", "loop"])
 @pytest.mark.parametrize("steps,epochs", [(4, None), (None, 2)])
-def test_local_step_matches_torch_sgd_with_every_transform(steps, epochs, client_axis):
+def test_local_step_matches_torch_sgd_with_every_transform(steps, epochs, client_axis, prox_mu):
     clients = np.array([0, 2, 5])
     mix = torch.randn(
         _engine("batched").space.size, dtype=torch.float64, generator=torch.Generator().manual_seed(0)
@@ -31,7 +32,7 @@ def test_local_step_matches_torch_sgd_with_every_transform(steps, epochs, client
         epochs=epochs,
         momentum=0.9,
         weight_decay=1e-3,
-        prox_mu=0.1,
+        prox_mu=prox_mu,
         grad_scale=torch.tensor([1.0, 2.0, 0.5], dtype=torch.float64),
         mix_alpha=0.3,
         mix_vector=mix,
