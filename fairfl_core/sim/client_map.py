@@ -31,9 +31,15 @@ def resolve_client_axis(client_axis: str, model: nn.Module, device: torch.device
     the engine's other per-client maps run under ``vmap`` then."""
     if client_axis not in CLIENT_AXES:
         raise ValueError(f"engine.client_axis must be one of {CLIENT_AXES}, got {client_axis!r}")
+    relu_mlp = dense_relu_layers(model) is not None
+    if client_axis == "bmm" and not relu_mlp:
+        raise ValueError(
+            "engine.client_axis='bmm' needs a ReLU MLP ([Flatten →] Linear → ReLU → … → Linear, every "
+            f"Linear with a bias); {type(model).__name__} is not one: use 'auto' or 'vmap'"
+        )
     if client_axis != "auto":
         return client_axis
-    if dense_relu_layers(model) is not None:
+    if relu_mlp:
         return "bmm"
     has_conv = any(isinstance(m, nn.modules.conv._ConvNd) for m in model.modules())
     return "loop" if has_conv and device.type == "cpu" else "vmap"

@@ -29,6 +29,7 @@ from fairfl_core.data.federated import SPLITS, FederatedDataset
 from fairfl_core.sim.batches import draw_schedule
 from fairfl_core.sim.client_map import client_map, resolve_client_axis
 from fairfl_core.sim.local import BatchedTrainer, LocalResult, LocalSpec
+from fairfl_core.sim.mlp_step import dense_relu_layers, mlp_gradient
 from fairfl_core.sim.params import ParamSpace
 from fairfl_core.sim.sequential import SequentialTrainer
 
@@ -68,6 +69,7 @@ class Engine:
         self.chunk_size = chunk_size
         self._feature_view = _FeatureView(self.model)
         self.client_axis = resolve_client_axis(client_axis, self.model, self.device)
+        self.relu_mlp = dense_relu_layers(self.model) if self.client_axis == "bmm" else None
         if kind == "batched":
             self.trainer = BatchedTrainer(
                 self.model, self.space, data.inputs, data.y, chunk_size, self.client_axis
@@ -188,9 +190,15 @@ class Engine:
         fn = client_map(grad(loss_sum), self.client_axis, in_dims=(0 if w.dim() == 2 else None, 0, 0, 0))
         out = torch.zeros(len(clients), self.space.size, dtype=self.dtype, device=self.device)
         for rows, idx, mask in self._padded_chunks(clients, split):
-            params = self.space.unflatten(w[rows] if w.dim() == 2 else w)
-            grads = fn(params, self.data.inputs(idx, self.dtype), self.data.y[idx], mask)
-            out[rows] += self.space.flatten(grads, batch_dims=1)
+            x, y = self.data.inputs(idx, self.dtype), self.data.y[idx]
+            if self.client_axis == "bmm":  # the closed form: the chunk's mean gradient × its sample count
+                kc = rows.stop - rows.start
+                stacked = self.space.unflatten(w[rows] if w.dim() == 2 else w.expand(kc, -1))
+                g, _ = mlp_gradient(self.relu_mlp[0], list(stacked.values()), x, y, mask, mask.sum(1))
+                out[rows] += torch.cat([t.reshape(kc, -1) for t in g.tensors()], dim=1)
+            else:
+                grads = fn(self.space.unflatten(w[rows] if w.dim() == 2 else w), x, y, mask)
+                out[rows] += self.space.flatten(grads, batch_dims=1)
         n = torch.as_tensor(self._counts[split][clients], dtype=self.dtype, device=self.device)
         return out / n.clamp_min(1)[:, None]
 

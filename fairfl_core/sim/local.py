@@ -92,12 +92,7 @@ class BatchedTrainer:
         self.buffers = dict(model.named_buffers())
         self.chunk_size = chunk_size
         self.client_axis = client_axis
-        self.relu_mlp = dense_relu_layers(model) if client_axis == "bmm" else None
-        if client_axis == "bmm" and self.relu_mlp is None:
-            raise ValueError(
-                "engine.client_axis='bmm' needs a ReLU MLP ([Flatten →] Linear → ReLU → … → Linear, every "
-                f"Linear with a bias); {type(model).__name__} is not one: use 'auto' or 'vmap'"
-            )
+        self.relu_mlp = dense_relu_layers(model) if client_axis == "bmm" else None  # checked by the engine
 
     def _gradient_fn(self, objective) -> Callable:
         """``(params {name: [K, ...]}, x, y, mask, scale [K] | None) → (gradient, loss [K])``.

@@ -15,7 +15,8 @@ per-client gradient scale s_k (GIFAIR-FL, masked padded steps). The gradient sta
 (:class:`FactoredGradient`): the SGD update adds ``−η δ_lᵀ a_l`` into each stacked weight with one
 ``baddbmm_`` per layer, so no ``[K, out, in]`` gradient is ever written and read back. A W1 round
 (``benchmarks/README.md``) takes 0.042 s this way and 0.069 s with ``vmap(grad(...))`` on 2 CPU cores; the
-arithmetic is the same, so the two agree to float64 rounding (``tests/sim/test_mlp_step.py``).
+arithmetic is the same, so the two agree to float64 rounding (``tests/sim/test_mlp_step.py``). The engine's
+full-batch per-client gradients (``Engine.gradients``) use the same closed form for these models.
 """
 
 from __future__ import annotations

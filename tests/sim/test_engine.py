@@ -60,8 +60,9 @@ def test_batched_and_sequential_runs_agree(algorithm, params, client_axis):
     assert (final["batched"] - final["sequential"]).abs().max() < 1e-8
 
 
-def test_losses_and_gradients_match_a_plain_module():
-    e = _engine("batched")
+@pytest.mark.parametrize("client_axis", ["bmm", "vmap"])
+def test_losses_and_gradients_match_a_plain_module(client_axis):
+    e = _engine("batched", client_axis=client_axis)
     w = e.init_params()
     model = tiny_model().double()
     loss, acc = e.losses(w, np.array([1, 3]))
@@ -79,7 +80,7 @@ def test_losses_and_gradients_match_a_plain_module():
         assert torch.allclose(grads[row], g, atol=1e-12)
 
 
-@pytest.mark.parametrize("client_axis", ["vmap", "loop"])
+@pytest.mark.parametrize("client_axis", ["bmm", "vmap", "loop"])
 def test_stacked_models_losses_and_gradients_equal_one_model_each(client_axis):
     e = _engine("batched", eval_batch=7, client_axis=client_axis)  # small chunks: the chunked paths
     w = e.init_params()
