@@ -5,8 +5,8 @@ stacked clients becomes one grouped convolution, which CPU kernels run at about 
 (FedEBA+'s CIFAR-10 CNN, 10 clients × batch 50, 2 threads: 0.45 s per vmapped local step, 0.24 s looped), so
 ``client_axis="auto"`` loops over clients for convolutional models on CPU. Both compute the same function of
 the same stacked tensors; only the kernels (and so the last float bits) differ. A third axis, ``bmm``, is the
-closed-form local step of ReLU MLPs (``mlp_step.py``, what ``auto`` picks for them); it concerns local
-training only, and every function mapped here runs under ``vmap`` for it.
+closed-form gradient of ReLU MLPs (``mlp_step.py``, what ``auto`` picks for them), used by local training
+and the engine's full-batch gradients; every function mapped here runs under ``vmap`` for it.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ CLIENT_AXES = ("auto", "vmap", "loop", "bmm")
 
 def resolve_client_axis(client_axis: str, model: nn.Module, device: torch.device) -> str:
     """``"vmap"``, ``"loop"`` or ``"bmm"``: ``auto`` takes the closed-form step of ``mlp_step.py`` for ReLU
-    MLPs, loops for convolutional models on CPU and vmaps otherwise. ``bmm`` only changes local training;
-    the engine's other per-client maps run under ``vmap`` then."""
+    MLPs, loops for convolutional models on CPU and vmaps otherwise. ``bmm`` changes local training and the
+    full-batch gradients; the engine's other per-client maps run under ``vmap`` then."""
     if client_axis not in CLIENT_AXES:
         raise ValueError(f"engine.client_axis must be one of {CLIENT_AXES}, got {client_axis!r}")
     relu_mlp = dense_relu_layers(model) is not None
