@@ -195,10 +195,10 @@ class Engine:
                 kc = rows.stop - rows.start
                 stacked = self.space.unflatten(w[rows] if w.dim() == 2 else w.expand(kc, -1))
                 g, _ = mlp_gradient(self.relu_mlp[0], list(stacked.values()), x, y, mask, mask.sum(1))
-                out[rows] += torch.cat([t.reshape(kc, -1) for t in g.tensors()], dim=1)
+                grads = dict(zip(self.space.names, g.tensors(), strict=True))
             else:
                 grads = fn(self.space.unflatten(w[rows] if w.dim() == 2 else w), x, y, mask)
-                out[rows] += self.space.flatten(grads, batch_dims=1)
+            out[rows] += self.space.flatten(grads, batch_dims=1)
         n = torch.as_tensor(self._counts[split][clients], dtype=self.dtype, device=self.device)
         return out / n.clamp_min(1)[:, None]
 
