@@ -12,7 +12,8 @@ An algorithm never touches a DataLoader or an ``nn.Module``: it calls
 
 All of them are a few large forward passes over the concatenated samples, or one call mapped over the client
 axis of per-client models (``client_map``: ``vmap``, or a loop over the stacked clients for convolutional
-models on CPU, where grouped convolutions are slow).
+models on CPU, where grouped convolutions are slow). For ReLU MLPs, local training and ``gradients`` use the
+closed-form gradient of ``mlp_step.py`` instead (``client_axis="bmm"``).
 """
 
 from __future__ import annotations
