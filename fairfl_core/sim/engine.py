@@ -188,7 +188,9 @@ class Engine:
             out = functional_call(self.model, (params, self.buffers), (x,))
             return (F.cross_entropy(out, y, reduction="none") * m).sum()
 
-        fn = client_map(grad(loss_sum), self.client_axis, in_dims=(0 if w.dim() == 2 else None, 0, 0, 0))
+        if self.client_axis != "bmm":
+            in_dims = (0 if w.dim() == 2 else None, 0, 0, 0)
+            fn = client_map(grad(loss_sum), self.client_axis, in_dims=in_dims)
         out = torch.zeros(len(clients), self.space.size, dtype=self.dtype, device=self.device)
         for rows, idx, mask in self._padded_chunks(clients, split):
             x, y = self.data.inputs(idx, self.dtype), self.data.y[idx]
