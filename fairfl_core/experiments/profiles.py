@@ -66,15 +66,19 @@ class Profile:
 @dataclass(frozen=True)
 class Method:
     """A compared method: the display ``label`` (the run's name in tables and figures), the registered
-    ``algorithm`` with its ``params``, and ``paper_row``: the row of the paper table it reproduces, if any."""
+    ``algorithm`` with its ``params``, ``paper_row``: the row of the paper table it reproduces, if any, and
+    ``overrides``: ``section.field=value`` settings of this method's runs only (e.g. a control at another
+    learning rate), applied after the profile's."""
 
     label: str
     algorithm: str
     params: Mapping[str, Any] = field(default_factory=dict)
     paper_row: str | None = None
+    overrides: tuple[str, ...] = ()
 
     def as_sweep_entry(self) -> dict[str, Any]:
-        return {"name": self.algorithm, "params": dict(self.params), "label": self.label}
+        entry = {"name": self.algorithm, "params": dict(self.params), "label": self.label}
+        return {**entry, "overrides": list(self.overrides)} if self.overrides else entry
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,7 @@ def _method_from_entry(entry: str | dict[str, Any]) -> Method:
     label = entry.get("label") or (
         f"{entry['name']} ({', '.join(f'{k}={v}' for k, v in params.items())})" if params else entry["name"]
     )
-    return Method(label, entry["name"], params)
+    return Method(label, entry["name"], params, overrides=tuple(entry.get("overrides", ())))
 
 
 EXPERIMENTS: dict[str, Experiment] = {}

@@ -120,3 +120,19 @@ def test_method_sweep_entry_carries_label_and_params():
         "params": {"q": 0.5},
         "label": "Q",
     }
+
+
+def test_method_overrides_apply_to_its_own_runs_only_and_leave_the_others_hashes(monkeypatch):
+    monkeypatch.setattr(profiles, "EXPERIMENTS", {})
+    plain = Method("FedAvg", "fedavg")
+    control = Method("FedAvg (lr 0.02)", "fedavg", overrides=("train.lr=0.02",))
+    assert "overrides" not in plain.as_sweep_entry()
+    assert control.as_sweep_entry()["overrides"] == ["train.lr=0.02"]
+    register_experiment(_experiment())
+    without = experiment_configs("toy", "smoke")
+    monkeypatch.setattr(profiles, "EXPERIMENTS", {})
+    register_experiment(_experiment(methods=(plain, control)))
+    fedavg, fedavg_slow = experiment_configs("toy", "smoke")
+    assert fedavg.train.lr == without[0].train.lr != 0.02 and fedavg_slow.train.lr == 0.02
+    assert config_hash(fedavg) == config_hash(without[0]) != config_hash(fedavg_slow)
+    assert fedavg_slow.name == "FedAvg (lr 0.02)"
