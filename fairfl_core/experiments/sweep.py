@@ -3,9 +3,13 @@
 A sweep config is a run config plus a ``sweep`` section::
 
     sweep:
-      algorithms: [fedavg, {name: fedprox, params: {mu: 0.01}, label: FedProx}]
+      algorithms: [fedavg, {name: fedprox, params: {mu: 0.01}, label: FedProx},
+                   {name: fedavg, label: FedAvg lr 0.02, overrides: [train.lr=0.02]}]
       seeds: [0, 1, 2]
       grid: {train.lr: [0.05, 0.1]}        # dotted keys, cartesian product
+
+An algorithm entry's ``overrides`` (``section.field=value``, as ``--set``) apply to its runs only, after the
+grid: a control that differs from the base config in one setting.
 
 Executors: ``inline`` (this process) and ``process`` (a local process pool); both skip runs whose results
 exist. A run that raises is reported as ``failed`` with its error, and the sweep carries on. Tables of the
@@ -57,6 +61,7 @@ def expand_sweep(d: dict[str, Any]) -> list[ExperimentConfig]:
     for alg, seed, values in itertools.product(algorithms, seeds, itertools.product(*grid.values())):
         alg = {"name": alg} if isinstance(alg, str) else alg
         one = apply_overrides(d, [f"{k}={json.dumps(v)}" for k, v in zip(keys, values, strict=True)])
+        one = apply_overrides(one, alg.get("overrides", []))
         one["algorithm"] = {"name": alg["name"], "params": {**alg.get("params", {})}}
         one["seed"] = seed
         if named:
