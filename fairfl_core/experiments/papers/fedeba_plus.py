@@ -16,7 +16,8 @@ threshold): at η = 0.1 it diverges in round 2, as FedAvg at η = 0.5 does, so i
 and Table 7's M = 5 runs beside it (no paper row).
 
 FedEBA+'s fair gradient g̃: with the literal units of Eqs. 10–11 (the algorithm's default) FedEBA+ diverged
-within 15 rounds at the paper's settings, so every FedEBA+ run here uses ``fair_grad_units="update"``
+in rounds 6–13, all 5 seeds, at paper scale (Table 1 FMNIST, lr 0.1, α = 0.9; ``docs/readings.md`` gives the
+cause), so every FedEBA+ run here uses ``fair_grad_units="update"``
 (g̃ = the p̃-weighted one-step model update, ``ALIGN``) and Table 1 also runs the literal reading as an extra
 row ("FedEBA+ (literal Eq. 11 units)", no paper row).
 
