@@ -53,6 +53,7 @@ __all__ = [
     "best_fraction",
     "client_disagreement",
     "client_dissimilarity",
+    "cluster_nmi",
     "coefficient_of_variation",
     "cumulative_moving_average",
     "cv_improvement",
@@ -317,6 +318,33 @@ def nmi(labels_pred: Any, labels_true: Any, nan_if_one_true_cluster: bool = Fals
     if nan_if_one_true_cluster and np.unique(true).size < 2:
         return math.nan
     return float(normalized_mutual_info_score(true, pred, average_method="arithmetic"))
+
+
+def cluster_nmi(
+    labels: Any, planted_groups: Any, participants: Any = None, nan_if_one_true_cluster: bool = False
+) -> float:
+    """NMI of found clusters against the planted ones (Equitable-FL Fig. 2), via ``nmi``.
+
+    ``planted_groups`` holds the planted cluster of every one of the n clients (e.g. the group ids of
+    ``data.partition.label_groups``). Per round, ``labels`` are the round's cluster labels of its participants
+    and ``participants`` their client indices, in the same order: the NMI is taken over the participants
+    only. With ``participants=None``, ``labels`` has one label per client (the all-clients figure).
+    """
+    groups = _as_labels(planted_groups, "planted_groups")
+    pred = _as_labels(labels, "labels")
+    if participants is None:
+        _same_length(pred, groups, "labels", "planted_groups")
+        return nmi(pred, groups, nan_if_one_true_cluster)
+    idx = _as_labels(participants, "participants")
+    _same_length(pred, idx, "labels", "participants")
+    if not np.issubdtype(idx.dtype, np.integer) or idx.min() < 0 or idx.max() >= groups.size:
+        raise ValueError(
+            f"participants must be client indices in [0, {groups.size}) (one per entry of planted_groups); "
+            f"got {idx[:5].tolist()}"
+        )
+    if np.unique(idx).size != idx.size:
+        raise ValueError("participants has repeated client indices; give each participant once")
+    return nmi(pred, groups[idx], nan_if_one_true_cluster)
 
 
 def jain_index(counts: Any) -> float:

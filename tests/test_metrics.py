@@ -457,3 +457,44 @@ def test_all_zero_accuracies_give_nan_angle_and_kl_in_summary():
 def test_bad_input_raises_value_error_naming_the_problem(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# ------------------------------------------------------------------------------------ Equitable-FL clusters
+PLANTED = [0, 0, 0, 0, 1, 1, 1, 1, 1, 1]  # MNIST / CIFAR-10 clusters {0-3} and {4-9}: 4 + 6 clients
+
+
+def test_cluster_nmi_per_round_over_participants():
+    # participants 1, 7, 3, 5 belong to planted clusters 0, 1, 0, 1
+    assert M.cluster_nmi([0, 1, 0, 1], PLANTED, [1, 7, 3, 5]) == pytest.approx(1.0, abs=1e-12)
+    assert M.cluster_nmi([1, 0, 1, 0], PLANTED, [1, 7, 3, 5]) == pytest.approx(1.0, abs=1e-12)
+    # found (0, 0, 1, 1) against planted (0, 1, 0, 1): independent balanced partitions -> 0
+    assert M.cluster_nmi([0, 0, 1, 1], PLANTED, [1, 7, 3, 5]) == pytest.approx(0.0, abs=1e-12)
+    assert M.cluster_nmi([0, 0, 1], PLANTED, [4, 0, 9]) == M.nmi([0, 0, 1], [1, 0, 1])
+
+
+def test_cluster_nmi_all_clients_and_single_planted_cluster_rounds():
+    assert M.cluster_nmi([5] * 4 + [2] * 6, PLANTED) == pytest.approx(1.0, abs=1e-12)
+    assert M.cluster_nmi([0, 1], PLANTED, [0, 2]) == 0.0  # one planted cluster present
+    assert math.isnan(M.cluster_nmi([0, 1], PLANTED, [0, 2], nan_if_one_true_cluster=True))
+
+
+def test_sigma_acc_adds_the_bias_of_the_mean_to_the_std():
+    # sigma_Acc^2 = Var(a) + (mean(a) - Acc)^2
+    a = np.array([91.0, 62.5, 77.0, 88.25, 70.0])
+    assert M.sigma_acc(a, 80.0) ** 2 == pytest.approx(M.variance(a) + (a.mean() - 80.0) ** 2, rel=1e-14)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: M.cluster_nmi([0, 1], PLANTED), "labels has 2 entries but planted_groups has 10"),
+        (lambda: M.cluster_nmi([0, 1], PLANTED, [0, 1, 2]), "labels has 2 entries but participants has 3"),
+        (lambda: M.cluster_nmi([0, 1], PLANTED, [0, 10]), r"client indices in \[0, 10\)"),
+        (lambda: M.cluster_nmi([0, 1], PLANTED, [0.0, 1.0]), "participants must be client indices"),
+        (lambda: M.cluster_nmi([0, 1], PLANTED, [3, 3]), "repeated client indices"),
+        (lambda: M.cluster_nmi([0], [], [0]), "planted_groups must be a non-empty 1-D vector"),
+    ],
+)
+def test_cluster_nmi_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -1,0 +1,318 @@
+"""Equitable-FL's activation clustering (Algorithm 1, lines 10-21): from the participants' penultimate
+activations to the equitable aggregation weights. Pure functions; the server side works in float64 numpy.
+
+1. **Activation vector** (Definition 1, Fig. 1): a = Psi(phi(z)) = log_softmax(h) over the feature dimension,
+   h being the post-ReLU output of the penultimate ("activation") layer. The paper does not say how the
+   per-sample vectors become one per client. Default reading (``reduction="last_epoch_mean"``): the mean of
+   log_softmax(h) over every sample of the client's last (E-th) local epoch, taken during training with the
+   model as it evolves. ``"last_batch_mean"`` keeps only the last minibatch; ``"post_train_mean"`` is the
+   mean over the whole local training set re-evaluated with the final local model in eval mode (the caller
+   collects those activations). The vector is detached: it takes no part in gradients.
+2. **Similarity** (line 15): S = A A^T, the Gram matrix of the r participants' vectors (rows of A in the
+   round's participant order). ``similarity="cosine"`` uses cosine similarities instead.
+3. **getprobs** (lines 17-18): spectral clustering as printed, i.e. the eigenvectors of S itself (no
+   Laplacian) for its C largest eigenvalues, then K-Means (scikit-learn, ``n_init=10``, a fixed seed) on
+   their rows. ``spectral="row_normalised"`` scales each row of that embedding to unit length
+   (Ng-Jordan-Weiss); ``spectral="normalised_laplacian"`` takes the top-C eigenvectors of D^-1/2 S D^-1/2
+   (D = diag of the row sums of S; they are the bottom eigenvectors of the symmetric normalised Laplacian
+   I - D^-1/2 S D^-1/2 of von Luxburg, 2007) and row-normalises them.
+4. **Equitable weights** (Eq. 6): p^i = 1/(C |gamma_q|) for participant i in found cluster gamma_q, so every
+   cluster weighs 1/C whatever its number of clients or samples and the weights sum to 1 (objective Eq. 7).
+   Degenerate cases, which the paper does not discuss (both are flagged in the result):
+   - as many clusters as participants (r = C, a single participant included): clustering is skipped and
+     each participant is its own cluster, i.e. uniform weights 1/r;
+   - K-Means leaves a cluster empty (fewer than C distinct labels): C is replaced by the number of clusters
+     found in Eq. 6, so the weights still sum to 1. The embedding has rank C, hence at least C distinct
+     rows, so with exact arithmetic this happens only through ``equitable_weights`` on given labels.
+   C < 1 or C > r is an error. Clusters are found afresh every round, over that round's participants only.
+
+The round's diagnostics are in ``fairfl_core.metrics``: ``client_disagreement`` (Eq. 9, the mean of
+|f_i - f_j| over unordered pairs of participants, as the text defines it; ``literal=True`` gives the printed
+double sum over ordered pairs divided by C(r, 2), twice as large), ``sigma_acc`` (sqrt of the mean over all
+n clients of (Acc_i - Acc)^2, a population statistic around the global accuracy, in percentage points) and
+``cluster_nmi`` (NMI of the found clusters against the planted ones, per round over the participants, plus
+a figure over all clients).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from sklearn.cluster import KMeans
+from sklearn.exceptions import ConvergenceWarning
+
+__all__ = [
+    "REDUCTIONS",
+    "SIMILARITIES",
+    "SPECTRAL_VARIANTS",
+    "ClusterWeights",
+    "activation_sums",
+    "activation_vector",
+    "check_reduction",
+    "cluster_weights",
+    "equitable_weights",
+    "kmeans_labels",
+    "reduce_activation_steps",
+    "similarity_matrix",
+    "spectral_embedding",
+]
+
+REDUCTIONS = {
+    "last_epoch_mean": "every sample of the last local epoch, in train mode, with the evolving model",
+    "last_batch_mean": "the last local minibatch only",
+    "post_train_mean": "every local training sample, re-evaluated with the final local model in eval mode",
+}
+SIMILARITIES = ("gram", "cosine")
+SPECTRAL_VARIANTS = ("literal", "row_normalised", "normalised_laplacian")
+
+
+# --------------------------------------------------------------------------------------------------------
+# client side: the activation vector
+# --------------------------------------------------------------------------------------------------------
+
+
+def check_reduction(reduction: str) -> str:
+    """Return ``reduction`` if it names an activation-vector reduction, else raise ValueError."""
+    if reduction not in REDUCTIONS:
+        raise ValueError(
+            f"reduction must be one of {sorted(REDUCTIONS)} (default 'last_epoch_mean'); got {reduction!r}"
+        )
+    return reduction
+
+
+def activation_sums(h: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sum over samples of log_softmax(h) and the number of samples summed, in float64, detached.
+
+    ``h`` is ``[..., n, D]``: penultimate activations of n samples, e.g. ``[K, B, D]`` for a minibatch of
+    K clients. ``mask`` ``[..., n]`` (1 for a real sample, 0 for padding) excludes padded samples, whatever
+    their values. Returns sums ``[..., D]`` and counts ``[...]``; pooled over a client's steps they give its
+    mean exactly (``reduce_activation_steps``).
+    """
+    if not isinstance(h, torch.Tensor) or h.dim() < 2:
+        raise ValueError(
+            f"h must be a tensor of penultimate activations [n, D] or [K, n, D]; got {getattr(h, 'shape', h)}"
+        )
+    log_probs = torch.log_softmax(h.detach().to(torch.float64), dim=-1)
+    if mask is None:
+        mask = torch.ones(h.shape[:-1], device=h.device)
+    if tuple(mask.shape) != tuple(h.shape[:-1]):
+        raise ValueError(
+            f"mask must have shape {tuple(h.shape[:-1])} (h's shape without its feature dimension); "
+            f"got {tuple(mask.shape)}"
+        )
+    keep = mask.detach().to(device=h.device) > 0
+    sums = torch.where(keep[..., None], log_probs, torch.zeros((), dtype=torch.float64, device=h.device))
+    return sums.sum(-2), keep.to(torch.float64).sum(-1)
+
+
+def _mean(sums: torch.Tensor, counts: torch.Tensor, name: str) -> torch.Tensor:
+    if bool((counts <= 0).any()):
+        empty = torch.nonzero(counts.reshape(-1) <= 0).flatten().tolist()
+        raise ValueError(
+            f"{name} has no unmasked sample for client(s) at {empty[:5]}; every client needs at least one "
+            "sample"
+        )
+    return sums / counts[..., None]
+
+
+def activation_vector(h: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """a = mean over samples of log_softmax(h) (Definition 1 with the mean reduction): ``[n, D]`` -> ``[D]``,
+    batched ``[K, n, D]`` with ``mask`` ``[K, n]`` -> ``[K, D]`` (float64, detached)."""
+    sums, counts = activation_sums(h, mask)
+    return _mean(sums, counts, "mask")
+
+
+def reduce_activation_steps(
+    sums: torch.Tensor, counts: torch.Tensor, reduction: str = "last_epoch_mean"
+) -> torch.Tensor:
+    """The activation vector from per-step ``activation_sums``, stacked in step order: ``sums [S, ..., D]``,
+    ``counts [S, ...]`` -> ``[..., D]``.
+
+    ``"last_epoch_mean"`` and ``"post_train_mean"`` (steps = the last epoch's minibatches, or the evaluation
+    chunks of the final model) pool every step; ``"last_batch_mean"`` keeps, per client, its last step with
+    at least one sample.
+    """
+    check_reduction(reduction)
+    if sums.dim() < 2 or tuple(counts.shape) != tuple(sums.shape[:-1]):
+        raise ValueError(
+            f"sums must be [S, ..., D] and counts [S, ...] (one entry per step); got {tuple(sums.shape)} and "
+            f"{tuple(counts.shape)}"
+        )
+    if reduction != "last_batch_mean":
+        return _mean(sums.sum(0), counts.sum(0), "counts")
+    steps = torch.arange(counts.shape[0], device=counts.device).view(-1, *([1] * (counts.dim() - 1)))
+    last = torch.where(counts > 0, steps, 0).amax(0)  # [...]: each client's last step with samples
+    s = torch.gather(sums, 0, last[None, ..., None].expand(1, *sums.shape[1:]))[0]
+    return _mean(s, torch.gather(counts, 0, last[None])[0], "counts")
+
+
+# --------------------------------------------------------------------------------------------------------
+# server side: similarity, spectral clustering, equitable weights
+# --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClusterWeights:
+    """One round's clustering: ``labels`` (int64 ``[r]``, clusters numbered by first appearance in the
+    participant order), Eq. 6 ``weights`` (float64 ``[r]``, sum 1), the requested ``num_clusters`` C, the
+    ``effective_clusters`` used in Eq. 6, and whether (``fallback_used``) and why (``fallback``) a degenerate
+    case replaced the plain rule."""
+
+    labels: np.ndarray
+    weights: np.ndarray
+    num_clusters: int
+    effective_clusters: int
+    fallback_used: bool
+    fallback: str  # "" | "one participant per cluster" | "empty cluster"
+
+
+def _check_num_clusters(num_clusters: Any) -> int:
+    if isinstance(num_clusters, bool) or not isinstance(num_clusters, (int, np.integer)) or num_clusters < 1:
+        raise ValueError(
+            "num_clusters (C) must be an integer >= 1, e.g. the number of planted clusters; got "
+            f"{num_clusters!r}"
+        )
+    return int(num_clusters)
+
+
+def _check_option(value: str, valid: tuple[str, ...], name: str) -> None:
+    if value not in valid:
+        raise ValueError(f"{name} must be one of {list(valid)} (default {valid[0]!r}); got {value!r}")
+
+
+def _as_matrix(activations: Any) -> np.ndarray:
+    if isinstance(activations, torch.Tensor):
+        activations = activations.detach().cpu().numpy()
+    a = np.asarray(activations, dtype=np.float64)
+    if a.ndim != 2 or a.size == 0:
+        raise ValueError(
+            "activations must be a non-empty [r, D] matrix (one activation vector per participant); got "
+            f"shape {a.shape}"
+        )
+    if not np.all(np.isfinite(a)):
+        bad = np.flatnonzero(~np.isfinite(a).all(1))
+        raise ValueError(f"activations has NaN or inf in the rows of participant(s) {bad[:5].tolist()}")
+    return a
+
+
+def _canonical(labels: np.ndarray) -> np.ndarray:
+    """Relabel 0, 1, ... in order of first appearance."""
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(first.size)
+    return rank[inverse.reshape(-1)]
+
+
+def _unit_rows(u: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(u, axis=1, keepdims=True)
+    return u / np.where(norms > 0, norms, 1.0)
+
+
+def similarity_matrix(activations: Any, similarity: str = "gram") -> np.ndarray:
+    """S = A A^T (Algorithm 1, Similarity) of the ``[r, D]`` activation vectors, or cosine similarities."""
+    a = _as_matrix(activations)
+    _check_option(similarity, SIMILARITIES, "similarity")
+    if similarity == "cosine":
+        zero = np.flatnonzero(np.linalg.norm(a, axis=1) == 0)
+        if zero.size:
+            raise ValueError(
+                f"activations of participant(s) {zero[:5].tolist()} are zero: their cosine similarity is "
+                "undefined; use similarity='gram'"
+            )
+        a = _unit_rows(a)
+    return a @ a.T
+
+
+def spectral_embedding(s: np.ndarray, num_clusters: int, spectral: str = "literal") -> np.ndarray:
+    """``[r, C]``: the eigenvectors of the C largest eigenvalues (largest first) of S (``"literal"``), the
+    same with unit rows (``"row_normalised"``), or those of D^-1/2 S D^-1/2 with unit rows
+    (``"normalised_laplacian"``)."""
+    c = _check_num_clusters(num_clusters)
+    s = np.asarray(s, dtype=np.float64)
+    if s.ndim != 2 or s.shape[0] != s.shape[1] or not np.allclose(s, s.T):
+        raise ValueError(f"s must be a symmetric [r, r] similarity matrix; got shape {s.shape}")
+    if c > s.shape[0]:
+        raise ValueError(f"num_clusters={c} exceeds the {s.shape[0]} rows of s: lower num_clusters")
+    _check_option(spectral, SPECTRAL_VARIANTS, "spectral")
+    if spectral == "normalised_laplacian":
+        degree = s.sum(1)
+        if np.any(degree <= 0):
+            raise ValueError(
+                "spectral='normalised_laplacian' needs positive row sums of the similarity matrix; got "
+                f"{degree.min()}: use spectral='literal' or 'row_normalised'"
+            )
+        scale = 1.0 / np.sqrt(degree)
+        s = scale[:, None] * s * scale[None, :]
+    _, vectors = np.linalg.eigh(s)  # ascending eigenvalues
+    u = vectors[:, ::-1][:, :c]
+    return u if spectral == "literal" else _unit_rows(u)
+
+
+def kmeans_labels(embedding: np.ndarray, num_clusters: int, seed: int = 0) -> np.ndarray:
+    """K-Means (scikit-learn, ``n_init=10``, ``random_state=seed``) on the rows of ``embedding``; labels
+    numbered by first appearance. Fewer than C labels come back when the rows have fewer distinct points."""
+    c = _check_num_clusters(num_clusters)
+    with warnings.catch_warnings():  # fewer distinct points than C: reported through the labels
+        warnings.filterwarnings("ignore", "Number of distinct clusters", ConvergenceWarning)
+        labels = KMeans(n_clusters=c, n_init=10, random_state=seed).fit_predict(embedding)
+    return _canonical(labels)
+
+
+def equitable_weights(labels: Any, num_clusters: int) -> ClusterWeights:
+    """Eq. 6: p^i = 1/(C |gamma_q|) for each participant i of cluster q, from one label per participant (any
+    labels; only the partition matters). When fewer than C clusters are present, C is replaced by the
+    number present (flagged ``"empty cluster"``)."""
+    c = _check_num_clusters(num_clusters)
+    if isinstance(labels, torch.Tensor):
+        labels = labels.detach().cpu().numpy()
+    raw = np.asarray(labels)
+    if raw.ndim != 1 or raw.size == 0:
+        raise ValueError(
+            f"labels must be a non-empty 1-D vector (one per participant); got shape {raw.shape}"
+        )
+    canon = _canonical(raw)
+    present = int(canon.max()) + 1
+    if present > c:
+        raise ValueError(f"labels has {present} distinct clusters but num_clusters={c}: pass C >= {present}")
+    sizes = np.bincount(canon)
+    weights = 1.0 / (present * sizes[canon].astype(np.float64))
+    empty = present < c
+    return ClusterWeights(canon, weights, c, present, empty, "empty cluster" if empty else "")
+
+
+def cluster_weights(
+    activations: Any,
+    num_clusters: int,
+    *,
+    seed: int = 0,
+    similarity: str = "gram",
+    spectral: str = "literal",
+) -> ClusterWeights:
+    """getprobs(Similarity(A), C) of Algorithm 1: the round's clusters and Eq. 6 weights from the ``[r, D]``
+    activation vectors of its r participants (rows in participant order).
+
+    r = C skips clustering (each participant its own cluster, weights 1/r; flagged
+    ``"one participant per cluster"``); C > r raises ValueError.
+    """
+    c = _check_num_clusters(num_clusters)
+    a = _as_matrix(activations)
+    r = a.shape[0]
+    if c > r:
+        raise ValueError(
+            f"num_clusters={c} exceeds the {r} participants of the round (rows of activations): lower "
+            f"num_clusters or sample at least {c} clients per round"
+        )
+    _check_option(similarity, SIMILARITIES, "similarity")
+    _check_option(spectral, SPECTRAL_VARIANTS, "spectral")
+    if r == c:
+        return dataclasses.replace(
+            equitable_weights(np.arange(r), c), fallback_used=True, fallback="one participant per cluster"
+        )
+    embedding = spectral_embedding(similarity_matrix(a, similarity), c, spectral)
+    return equitable_weights(kmeans_labels(embedding, c, seed), c)
+

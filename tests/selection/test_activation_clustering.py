@@ -1,0 +1,290 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+from sklearn.cluster import KMeans
+
+from fairfl_core.metrics import cluster_nmi
+from fairfl_core.selection import activation_clustering as AC
+from fairfl_core.selection.activation_clustering import (
+    REDUCTIONS,
+    activation_sums,
+    activation_vector,
+    cluster_weights,
+    equitable_weights,
+    kmeans_labels,
+    reduce_activation_steps,
+    similarity_matrix,
+    spectral_embedding,
+)
+
+F64 = torch.float64
+
+
+def planted_activations(sizes, dim=12, samples=40, seed=0):
+    """Activation vectors of clients in planted clusters: cluster q's penultimate units fire on its own block
+    of features (post-ReLU h), as label-disjoint clients' features do. Returns A [r, dim] and the groups."""
+    gen = torch.Generator().manual_seed(seed)
+    groups = np.repeat(np.arange(len(sizes)), sizes)
+    block = dim // len(sizes)
+    rows = []
+    for q in groups:
+        base = torch.zeros(dim, dtype=F64)
+        base[q * block : (q + 1) * block] = 3.0
+        h = torch.relu(base + torch.randn(samples, dim, generator=gen, dtype=F64))
+        rows.append(activation_vector(h))
+    return torch.stack(rows), groups
+
+
+def cluster_totals(result):
+    return np.bincount(result.labels, weights=result.weights)
+
+
+# ------------------------------------------------------------------------------------------------------
+# activation vector (Definition 1, mean reduction)
+# ------------------------------------------------------------------------------------------------------
+
+
+def test_activation_vector_two_samples_by_hand():
+    h = torch.tensor([[0.0, 0.0, 0.0], [0.0, math.log(2.0), 0.0]], dtype=F64)
+    # log_softmax: sample 1 -> ln(1/3) each; sample 2 -> softmax (1/4, 1/2, 1/4)
+    expected = [
+        (-math.log(3) - math.log(4)) / 2,
+        (-math.log(3) - math.log(2)) / 2,
+        (-math.log(3) - math.log(4)) / 2,
+    ]
+    a = activation_vector(h)
+    assert a.dtype == F64 and a.shape == (3,)
+    assert torch.allclose(a, torch.tensor(expected, dtype=F64), rtol=0, atol=1e-15)
+
+
+def test_activation_vector_is_detached_and_float64():
+    h = torch.rand(4, 3, requires_grad=True)
+    a = activation_vector(h)
+    assert not a.requires_grad and a.dtype == F64
+    assert torch.allclose(a, torch.log_softmax(h.detach().double(), dim=1).mean(0), rtol=0, atol=1e-15)
+
+
+def test_batched_mask_equals_each_client_alone_and_ignores_padding_values():
+    gen = torch.Generator().manual_seed(1)
+    h = torch.rand(3, 5, 4, generator=gen, dtype=F64)
+    counts = [5, 2, 3]
+    mask = (torch.arange(5)[None, :] < torch.tensor(counts)[:, None]).to(F64)
+    h_padded = h.clone()
+    h_padded[1, 2:] = float("nan")  # padding never enters the mean
+    a = activation_vector(h_padded, mask)
+    assert a.shape == (3, 4)
+    for k, n in enumerate(counts):
+        assert torch.allclose(a[k], activation_vector(h[k, :n]), rtol=0, atol=1e-15)
+
+
+def test_streamed_last_epoch_equals_one_pass_with_a_partial_last_batch():
+    gen = torch.Generator().manual_seed(2)
+    h = torch.rand(2, 7, 3, generator=gen, dtype=F64)  # 2 clients, 7 samples in the epoch
+    counts = torch.tensor([7, 4])
+    mask = (torch.arange(7)[None, :] < counts[:, None]).to(F64)
+    steps = [activation_sums(h[:, s : s + 3], mask[:, s : s + 3]) for s in (0, 3, 6)]  # batches 3, 3, 1
+    sums, cnts = torch.stack([s for s, _ in steps]), torch.stack([c for _, c in steps])
+    for reduction in ("last_epoch_mean", "post_train_mean"):
+        assert torch.allclose(
+            reduce_activation_steps(sums, cnts, reduction), activation_vector(h, mask), rtol=0, atol=1e-15
+        )
+
+
+def test_last_batch_mean_takes_each_clients_last_step_with_samples():
+    gen = torch.Generator().manual_seed(3)
+    h = torch.rand(2, 7, 3, generator=gen, dtype=F64)
+    mask = (torch.arange(7)[None, :] < torch.tensor([7, 4])[:, None]).to(F64)
+    steps = [activation_sums(h[:, s : s + 3], mask[:, s : s + 3]) for s in (0, 3, 6)]
+    sums, cnts = torch.stack([s for s, _ in steps]), torch.stack([c for _, c in steps])
+    a = reduce_activation_steps(sums, cnts, "last_batch_mean")
+    assert torch.allclose(a[0], activation_vector(h[0, 6:7]), rtol=0, atol=1e-15)  # client 0: batch 3
+    assert torch.allclose(a[1], activation_vector(h[1, 3:4]), rtol=0, atol=1e-15)  # client 1 ended in batch 2
+
+
+def test_reductions_are_the_three_readings():
+    assert set(REDUCTIONS) == {"last_epoch_mean", "last_batch_mean", "post_train_mean"}
+    assert AC.check_reduction("last_batch_mean") == "last_batch_mean"
+
+
+# ------------------------------------------------------------------------------------------------------
+# similarity and spectral embedding (Algorithm 1, lines 15-17)
+# ------------------------------------------------------------------------------------------------------
+
+
+def test_similarity_gram_and_cosine_by_hand():
+    a = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 2.0]])
+    assert np.array_equal(similarity_matrix(a), [[1, 1, 0], [1, 2, 2], [0, 2, 4]])
+    r2 = 1 / math.sqrt(2)
+    cosine = [[1, r2, 0], [r2, 1, r2], [0, r2, 1]]
+    assert np.allclose(similarity_matrix(a, "cosine"), cosine, rtol=0, atol=1e-15)
+
+
+def test_literal_embedding_is_the_top_eigenvectors_of_s():
+    a, _ = planted_activations([2, 3, 4])
+    s = similarity_matrix(a)
+    u = spectral_embedding(s, 3)
+    lam = np.linalg.eigvalsh(s)[::-1][:3]
+    assert np.allclose(s @ u, u * lam, rtol=0, atol=1e-9 * lam[0])
+    assert np.allclose(u.T @ u, np.eye(3), rtol=0, atol=1e-12)
+
+
+def test_normalised_variants_have_unit_rows_and_use_the_normalised_affinity():
+    a, _ = planted_activations([2, 3])
+    s = similarity_matrix(a)
+    for variant in ("row_normalised", "normalised_laplacian"):
+        assert np.allclose(np.linalg.norm(spectral_embedding(s, 2, variant), axis=1), 1.0, rtol=0, atol=1e-12)
+    d = s.sum(1)
+    m = s / np.sqrt(np.outer(d, d))
+    u = np.linalg.eigh(m)[1][:, ::-1][:, :2]
+    expected = u / np.linalg.norm(u, axis=1, keepdims=True)
+    got = spectral_embedding(s, 2, "normalised_laplacian")
+    signs = np.sign((got * expected).sum(0))  # eigenvectors are defined up to sign
+    assert np.allclose(got, expected * signs, rtol=0, atol=1e-9)
+
+
+# ------------------------------------------------------------------------------------------------------
+# equitable weights (Eq. 6) and the spec's worked examples
+# ------------------------------------------------------------------------------------------------------
+
+
+VARIANTS = [
+    (similarity, spectral)
+    for similarity in ("gram", "cosine")
+    for spectral in ("literal", "row_normalised", "normalised_laplacian")
+]
+
+
+@pytest.mark.parametrize(
+    "sizes, similarity, spectral",
+    [(sizes, "gram", "literal") for sizes in ([1, 3], [4, 6], [8, 36, 16, 18, 12])]
+    + [([2, 3, 5], *variant) for variant in VARIANTS],
+)
+def test_m1_perfect_clusters_weigh_exactly_one_over_c(sizes, similarity, spectral):
+    # M1: weights sum to 1 and each found cluster's weight is exactly 1/C; the planted clusters are found
+    a, groups = planted_activations(sizes, dim=10 * len(sizes))
+    res = cluster_weights(a, len(sizes), similarity=similarity, spectral=spectral)
+    assert cluster_nmi(res.labels, groups) == pytest.approx(1.0, abs=1e-12)
+    assert not res.fallback_used and res.effective_clusters == len(sizes)
+    assert np.allclose(cluster_totals(res), 1 / len(sizes), rtol=0, atol=1e-15)
+    assert math.isclose(res.weights.sum(), 1.0, rel_tol=0, abs_tol=1e-14)
+    assert np.array_equal(res.weights, 1 / (len(sizes) * np.asarray(sizes)[groups]))
+
+
+def test_m2_worked_example_equitable_half_half_against_fedprox_0_18():
+    # one participant of cluster 1 (N = 3200) and three of cluster 2 (N = 4800 each)
+    a, groups = planted_activations([1, 3])
+    res = cluster_weights(a, 2)
+    assert np.array_equal(res.labels, groups)
+    assert np.array_equal(res.weights, [1 / 2, 1 / 6, 1 / 6, 1 / 6])
+    assert np.array_equal(cluster_totals(res), [0.5, 0.5])
+    n = np.array([3200, 4800, 4800, 4800])
+    fedprox_cluster1 = (n / n.sum())[groups == 0].sum()
+    assert fedprox_cluster1 == pytest.approx(2 / 11, rel=1e-15)  # 3200 / (3200 + 3 * 4800)
+    assert round(fedprox_cluster1, 2) == 0.18
+
+
+def test_c_equal_one_is_the_uniform_average_over_participants():
+    a, _ = planted_activations([2, 3])
+    res = cluster_weights(a, 1)
+    assert np.array_equal(res.labels, np.zeros(5, dtype=np.int64))
+    assert np.array_equal(res.weights, np.full(5, 0.2))
+    assert not res.fallback_used
+
+
+def test_equitable_weights_by_hand_and_label_names_do_not_matter():
+    res = equitable_weights([7, 7, 3, 7, 9], 3)
+    assert np.array_equal(res.labels, [0, 0, 1, 0, 2])  # numbered by first appearance
+    assert np.allclose(res.weights, [1 / 9, 1 / 9, 1 / 3, 1 / 9, 1 / 3], rtol=0, atol=1e-16)
+    renamed = equitable_weights(np.array(["b", "b", "a", "b", "c"]), 3)
+    assert np.array_equal(renamed.weights, res.weights) and np.array_equal(renamed.labels, res.labels)
+
+
+# ------------------------------------------------------------------------------------------------------
+# degenerate cases (fallbacks) and determinism
+# ------------------------------------------------------------------------------------------------------
+
+
+def test_fallback_when_participants_equal_clusters():
+    a, _ = planted_activations([2, 1])
+    res = cluster_weights(a, 3)
+    assert res.fallback_used and res.fallback == "one participant per cluster"
+    assert np.array_equal(res.labels, [0, 1, 2]) and np.allclose(res.weights, 1 / 3, rtol=0, atol=1e-16)
+    single = cluster_weights(a[:1], 1)
+    assert single.fallback_used and np.array_equal(single.weights, [1.0])
+
+
+def test_fallback_when_a_cluster_is_empty_uses_the_clusters_found():
+    res = equitable_weights([0, 0, 1, 1, 1], 3)
+    assert res.fallback_used and res.fallback == "empty cluster" and res.effective_clusters == 2
+    assert np.allclose(cluster_totals(res), [0.5, 0.5], rtol=0, atol=1e-16)
+    full = equitable_weights([0, 0, 1, 2, 1], 3)
+    assert not full.fallback_used and full.fallback == "" and full.effective_clusters == 3
+
+
+def test_kmeans_on_fewer_distinct_points_than_c_returns_fewer_labels_without_warning(recwarn):
+    labels = kmeans_labels(np.array([[0.0, 1.0], [0.0, 1.0], [1.0, 0.0], [1.0, 0.0]]), 3)
+    assert np.unique(labels).size == 2 and equitable_weights(labels, 3).fallback_used
+    assert not recwarn.list
+
+
+def test_no_fallback_in_the_regular_case():
+    a, _ = planted_activations([2, 3])
+    res = cluster_weights(a, 2)
+    assert not res.fallback_used and res.fallback == "" and res.num_clusters == 2
+
+
+def test_kmeans_is_sklearns_with_the_seed_and_deterministic():
+    u = np.random.default_rng(0).normal(size=(30, 3))  # no cluster structure
+    labels = kmeans_labels(u, 3, seed=5)
+    assert np.array_equal(labels, kmeans_labels(u, 3, seed=5))
+    reference = KMeans(n_clusters=3, n_init=10, random_state=5).fit_predict(u)
+    assert cluster_nmi(labels, reference) == pytest.approx(1.0, abs=1e-12)  # same partition, renumbered
+    assert labels[0] == 0 and np.array_equal(np.unique(labels[: np.argmax(labels == 2)]), [0, 1])
+    a, _ = planted_activations([3, 4, 3], dim=30)
+    assert np.array_equal(cluster_weights(a, 3, seed=4).labels, cluster_weights(a, 3, seed=4).labels)
+
+
+def test_participant_order_permutes_the_weights():
+    a, groups = planted_activations([2, 3, 5], dim=30)
+    perm = np.random.default_rng(1).permutation(len(groups))
+    res, res_perm = cluster_weights(a, 3), cluster_weights(a[perm], 3)
+    assert np.array_equal(res_perm.weights, res.weights[perm])
+    assert cluster_nmi(res_perm.labels, groups[perm]) == pytest.approx(1.0, abs=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------------
+# bad input
+# ------------------------------------------------------------------------------------------------------
+
+A4 = planted_activations([2, 2])[0]
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: cluster_weights(A4, 0), r"num_clusters \(C\) must be an integer >= 1"),
+        (lambda: cluster_weights(A4, 2.0), r"num_clusters \(C\) must be an integer >= 1"),
+        (lambda: cluster_weights(A4, 5), "num_clusters=5 exceeds the 4 participants.*at least 5 clients"),
+        (lambda: cluster_weights(A4, 2, similarity="l2"), r"similarity must be one of \['gram', 'cosine'\]"),
+        (lambda: cluster_weights(A4, 2, spectral="njw"), "spectral must be one of .*'normalised_laplacian'"),
+        (lambda: cluster_weights(A4, 4, spectral="njw"), "spectral must be one of"),
+        (lambda: cluster_weights(A4[0], 1), r"activations must be a non-empty \[r, D\] matrix"),
+        (lambda: cluster_weights(A4 * math.nan, 1), r"NaN or inf in the rows of participant\(s\) \[0, 1, 2"),
+        (lambda: similarity_matrix(np.zeros((2, 3)), "cosine"), "are zero.*use similarity='gram'"),
+        (lambda: spectral_embedding(-np.ones((3, 3)), 2, "normalised_laplacian"), "positive row sums"),
+        (lambda: spectral_embedding(np.ones((2, 3)), 1), r"symmetric \[r, r\]"),
+        (lambda: equitable_weights([0, 1, 2], 2), "3 distinct clusters but num_clusters=2"),
+        (lambda: equitable_weights([], 2), "labels must be a non-empty 1-D vector"),
+        (lambda: AC.check_reduction("mean"), r"reduction must be one of \['last_batch_mean', 'last_epoch"),
+        (lambda: reduce_activation_steps(torch.zeros(2, 3), torch.zeros(2), "max"), "reduction must be one"),
+        (lambda: activation_vector(torch.zeros(3)), r"h must be a tensor of penultimate activations"),
+        (lambda: activation_vector(torch.zeros(2, 3, 4), torch.ones(2, 4)), r"mask must have shape \(2, 3\)"),
+        (lambda: activation_vector(torch.zeros(2, 3, 4), torch.zeros(2, 3)), r"client\(s\) at \[0, 1\]"),
+        (lambda: reduce_activation_steps(torch.zeros(2, 3), torch.zeros(3)), r"sums must be \[S, \.\.\."),
+    ],
+)
+def test_bad_input_raises_value_error_naming_the_field(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
