@@ -11,9 +11,14 @@ with ``d_ij = ‖∇f_i(w) − ∇f_j(w)‖``. ``Ḡ(∅)`` uses the auxiliary e
     W(S) = G(S) + Σ_{e∈S} bonus_e + λ · min(b, Σ_{e∈S} φ_e)
 
 which is DivFL (bonus = 0, λ = 0), SubTrunc (eq. 13: φ_e = φ(f_e(w)), truncation b) and UnionFL
-(eq. 14: bonus_e = −μ·1[e ∈ U_t]). Every instance is submodular, so lazy greedy returns exactly what
-plain greedy (eq. 16) returns. Stochastic greedy (eq. 17; Mirzasoleiman et al., AAAI 2015) draws a fresh
-pool of candidates from the unselected ones at every step.
+(eq. 14: bonus_e = −μ·1[e ∈ U_t]); :mod:`fairfl_core.selection.submodular` builds the last two. Every
+instance is submodular, so lazy greedy returns exactly what plain greedy (eq. 16) returns. Stochastic greedy
+(eq. 17; Mirzasoleiman et al., AAAI 2015) draws a fresh pool of candidates from the unselected ones at every
+step. The three greedy procedures only call a :class:`GainOracle` (``FacilityLocation`` is one).
+
+The paper uses the distances as they are (gradient-norm units), so G's gains scale with the gradients while
+SubTrunc's λ·b and UnionFL's μ do not; :func:`normalize_distances` offers ``"mean"`` (divide by the mean
+distance between distinct clients) as an alternative to the default ``"none"``.
 
 Rows of ``dist`` are the clients to be represented, columns the candidates (usually both are all clients).
 Ties go to the lowest candidate index (stochastic greedy: the first in the drawn pool).
@@ -23,16 +28,20 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
 __all__ = [
+    "DISTANCE_SCALES",
     "FacilityLocation",
+    "GainOracle",
     "facility_location_cost",
     "facility_location_gain",
     "greedy",
     "lazy_greedy",
+    "normalize_distances",
     "pairwise_distances",
     "stochastic_greedy",
     "stochastic_pool_size",
@@ -47,6 +56,30 @@ def pairwise_distances(x: torch.Tensor, y: torch.Tensor | None = None) -> np.nda
     y = x if y is None else y
     d = torch.cdist(x[None], y[None], compute_mode="donot_use_mm_for_euclid_dist")[0]
     return d.double().cpu().numpy()
+
+
+DISTANCE_SCALES = ("none", "mean")
+
+
+def normalize_distances(dist: np.ndarray, scale: str = "none") -> np.ndarray:
+    """The ``[N, N]`` distances in the units G is maximised in: ``"none"`` (the paper: raw gradient-norm
+    units) or ``"mean"`` (divided by the mean of d_ij over i ≠ j, so one unit is a typical client distance).
+
+    A matrix whose off-diagonal entries are all 0 (identical gradients) is returned unscaled.
+    """
+    if scale not in DISTANCE_SCALES:
+        raise ValueError(f"distance scale must be one of {DISTANCE_SCALES}, got {scale!r}")
+    dist = np.asarray(dist, dtype=np.float64)
+    if scale == "none":
+        return dist
+    if dist.ndim != 2 or dist.shape[0] != dist.shape[1] or dist.shape[0] < 2:
+        raise ValueError(
+            f'distance scale "mean" needs a square [clients, clients] matrix of at least 2 clients, '
+            f'got shape {dist.shape}: use scale "none"'
+        )
+    n = dist.shape[0]
+    mean = (dist.sum() - np.trace(dist)) / (n * (n - 1))
+    return dist / mean if mean > 0 else dist
 
 
 def facility_location_gain(dist: np.ndarray, nearest: np.ndarray, candidates: np.ndarray) -> np.ndarray:
@@ -66,6 +99,21 @@ def facility_location_cost(dist: np.ndarray, selected, empty_value: float | None
         d0 = float(dist.max()) if empty_value is None else float(empty_value)
         return dist.shape[0] * d0
     return float(dist[:, selected].min(axis=1).sum())
+
+
+class GainOracle(Protocol):
+    """What the greedy procedures call: ``start()`` gives the state of S = ∅ (with a ``chosen`` list),
+    ``gains(state, candidates)`` the vector Δ(e | S) over a batch of candidates, ``add(state, e)`` makes
+    S ← S ∪ {e}."""
+
+    @property
+    def num_candidates(self) -> int: ...
+
+    def start(self) -> Any: ...
+
+    def gains(self, state: Any, candidates: np.ndarray) -> np.ndarray: ...
+
+    def add(self, state: Any, e: int) -> None: ...
 
 
 @dataclass
@@ -109,8 +157,12 @@ class FacilityLocation:
                         f"{name} must have one entry per candidate ({c}), got shape {value.shape}"
                     )
                 setattr(self, name, value)
-        if self.lam < 0:
+        if not self.lam >= 0:
             raise ValueError(f"lam (λ) must be non-negative, got {self.lam}")
+        if not self.budget > 0:
+            raise ValueError(
+                f"budget (b) must be positive (the truncation level of λ·min(b, Σφ)), got {self.budget}"
+            )
         if self.phi is not None and (self.phi < 0).any():
             raise ValueError("phi values must be non-negative (the truncated term must stay submodular)")
         d_max = float(self.dist.max())
@@ -166,7 +218,7 @@ class FacilityLocation:
         return w
 
 
-def _check_k(objective: FacilityLocation, k: int) -> None:
+def _check_k(objective: GainOracle, k: int) -> None:
     if not 0 < k <= objective.num_candidates:
         raise ValueError(
             f"cannot select {k} of {objective.num_candidates} candidates: clients_per_round must be "
@@ -174,7 +226,7 @@ def _check_k(objective: FacilityLocation, k: int) -> None:
         )
 
 
-def greedy(objective: FacilityLocation, k: int) -> np.ndarray:
+def greedy(objective: GainOracle, k: int) -> np.ndarray:
     """Plain greedy (eq. 16): add argmax_e Δ(e | S) over all unselected e, k times."""
     _check_k(objective, k)
     state = objective.start()
@@ -186,7 +238,7 @@ def greedy(objective: FacilityLocation, k: int) -> np.ndarray:
     return np.asarray(state.chosen)
 
 
-def lazy_greedy(objective: FacilityLocation, k: int) -> np.ndarray:
+def lazy_greedy(objective: GainOracle, k: int) -> np.ndarray:
     """Lazy greedy (Minoux 1978; DivFL's default): the same set as :func:`greedy`, fewer gain evaluations.
 
     Stale gains are upper bounds (submodularity); an element whose gain is fresh for the current step and
@@ -214,18 +266,19 @@ def stochastic_pool_size(num_candidates: int, k: int, subsample: float) -> int:
     return max(k, int(subsample * num_candidates))
 
 
-def stochastic_greedy(
-    objective: FacilityLocation, k: int, rng: np.random.Generator, pool_size: int
-) -> np.ndarray:
+def stochastic_greedy(objective: GainOracle, k: int, rng: np.random.Generator, pool_size: int) -> np.ndarray:
     """Stochastic greedy (eq. 17): each step, argmax of Δ(e | S) over a fresh random pool R ⊆ N∖S
-    of size min(r, |N∖S|).
+    of size min(r, |N∖S|), drawn with ``rng``.
 
     When the pool covers every unselected candidate it is taken in index order (no draw), so
-    ``pool_size ≥ n`` reproduces :func:`greedy` exactly.
+    ``pool_size = n`` reproduces :func:`greedy` exactly.
     """
     _check_k(objective, k)
-    if pool_size < 1:
-        raise ValueError(f"pool_size (r) must be at least 1, got {pool_size}")
+    if not 1 <= pool_size <= objective.num_candidates:
+        raise ValueError(
+            f"pool_size (r) must be between 1 and the number of candidates ({objective.num_candidates}), "
+            f"got {pool_size}"
+        )
     state = objective.start()
     remaining = np.arange(objective.num_candidates)
     for _ in range(k):
