@@ -4,7 +4,9 @@ hyperparameter sweeps; saved as PNG and PDF.
 Figures are built as ``matplotlib.figure.Figure`` objects without pyplot, so they render with the Agg
 backend anywhere (scripts, tests, papermill) and still display inline in Jupyter. Every title starts with
 the dataset label, which carries the stand-in label where the dataset replaces the paper's. Bands and error
-bars are ± one sample standard deviation over seeds (``ddof=1``, as the tables).
+bars are ± one sample standard deviation over seeds (``ddof=1``, as the tables). Axes carry the metrics' units
+(:mod:`fairfl_core.metrics`: accuracies in %, dispersions in percentage points, variances in %²); legends sit
+outside the panels and figures grow with the number of methods they show.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from pathlib import Path
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from fairfl_core.report.tables import METRIC_LABELS
 
 __all__ = [
+    "METRIC_UNITS",
     "plot_accuracy_vs_fairness",
     "plot_client_accuracy",
     "plot_learning_curves",
@@ -27,17 +31,64 @@ __all__ = [
 ]
 
 
+METRIC_UNITS = {
+    **dict.fromkeys(("global_acc", "mean", "worst5", "worst10", "best5", "min", "max", "p10", "p20"), "%"),
+    **dict.fromkeys(("std", "sigma_acc", "group_gap"), "points"),
+    **dict.fromkeys(("var", "group_var"), "%²"),
+    "angle": "°",
+    "kl": "nats",
+    "loss_mean": "nats",
+    "loss_var": "nats²",
+}
+_CHAR_IN = 0.075  # width of one legend character at matplotlib's default 10 pt, inches
+_MARKERS = "osD^vP<X>hp*"
+
+
 def _title(df: pd.DataFrame, what: str) -> str:
     return f"{'; '.join(dict.fromkeys(df['dataset']))}: {what}"
 
 
 def _palette(df: pd.DataFrame, hue: str) -> dict:
+    """One distinct colour per level: the colour-blind palette up to its 10 colours, then tab20 or husl."""
     levels = list(dict.fromkeys(df[hue]))
-    return dict(zip(levels, sns.color_palette("colorblind", len(levels)), strict=True))
+    name = "colorblind" if len(levels) <= 10 else "tab20" if len(levels) <= 20 else "husl"
+    return dict(zip(levels, sns.color_palette(name, len(levels)), strict=True))
 
 
 def _label(metric: str) -> str:
-    return METRIC_LABELS.get(metric, metric)
+    """Axis label with the metric's unit, e.g. ``Var. (%²)``; per-group accuracies are in %."""
+    unit = "%" if metric.startswith("group_acc_") else METRIC_UNITS.get(metric)
+    label = METRIC_LABELS.get(metric, metric)
+    return f"{label} ({unit})" if unit else label
+
+
+def _legend_columns(labels: Sequence[str], width: float) -> int:
+    """Columns of a legend of ``labels`` that fit ``width`` inches (at least one)."""
+    entry = 0.6 + _CHAR_IN * max(len(str(t)) for t in labels)
+    return max(1, min(len(labels), int(width // entry)))
+
+
+def _legend_height(labels: Sequence[str], width: float) -> float:
+    """Inches a legend under the panels takes: title and one 0.25-inch line per row."""
+    return 0.45 + 0.25 * -(-len(labels) // _legend_columns(labels, width))
+
+
+def _legend_below(fig: Figure, ax, title: str) -> None:
+    """Move ``ax``'s legend under all panels of ``fig``, in as many columns as fit its width."""
+    handles, labels = ax.get_legend_handles_labels()
+    ax.get_legend().remove()
+    fig.legend(
+        handles,
+        labels,
+        title=title,
+        loc="outside lower center",
+        ncols=_legend_columns(labels, fig.get_figwidth()),
+        frameon=False,
+    )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _require(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
@@ -54,9 +105,10 @@ def plot_learning_curves(
     """One panel per metric against the round: mean over seeds with a ± std band (``curves`` from
     :func:`fairfl_core.report.results.load_curves`)."""
     _require(curves, ["round", "dataset", hue, *metrics], "plot_learning_curves")
-    fig = Figure(figsize=(4.2 * len(metrics), 3.4), layout="constrained")
-    axes = fig.subplots(1, len(metrics), squeeze=False)[0]
     palette = _palette(curves, hue)
+    width = 4.2 * len(metrics)
+    fig = Figure(figsize=(width, 3.4 + _legend_height(list(palette), width)), layout="constrained")
+    axes = fig.subplots(1, len(metrics), squeeze=False)[0]
     for i, (ax, metric) in enumerate(zip(axes, metrics, strict=True)):
         sns.lineplot(
             data=curves,
@@ -69,29 +121,44 @@ def plot_learning_curves(
             legend=i == len(metrics) - 1,
         )
         ax.set_ylabel(_label(metric))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _legend_below(fig, axes[-1], hue)
     fig.suptitle(_title(curves, "learning curves (mean ± std over seeds)"))
     return fig
 
 
 def plot_client_accuracy(clients: pd.DataFrame, hue: str = "method") -> Figure:
-    """Per-client test accuracy as an ECDF (left) and a violin per method (right), seeds pooled
+    """Per-client test accuracy as an ECDF (left) and a horizontal violin per method (right: the method
+    names read along the y axis at any count; the ECDF's colours are the violins'), seeds pooled
     (``clients`` from :func:`fairfl_core.report.results.load_client_accuracies`)."""
     _require(clients, ["acc", "dataset", hue], "plot_client_accuracy")
-    fig = Figure(figsize=(10, 3.8), layout="constrained")
-    ecdf_ax, violin_ax = fig.subplots(1, 2)
     palette = _palette(clients, hue)
-    sns.ecdfplot(data=clients, x="acc", hue=hue, palette=palette, ax=ecdf_ax)
+    fig = Figure(figsize=(11, max(3.8, 1.4 + 0.34 * len(palette))), layout="constrained")
+    ecdf_ax, violin_ax = fig.subplots(1, 2, width_ratios=(1, 1.25))
+    sns.ecdfplot(data=clients, x="acc", hue=hue, palette=palette, ax=ecdf_ax, legend=False)
     ecdf_ax.set_xlabel("client test accuracy (%)")
     ecdf_ax.set_ylabel("fraction of clients")
-    sns.violinplot(data=clients, x=hue, y="acc", hue=hue, palette=palette, cut=0, inner="quart", ax=violin_ax)
-    violin_ax.set_ylabel("client test accuracy (%)")
-    violin_ax.set_xlabel("")
+    sns.violinplot(
+        data=clients,
+        x="acc",
+        y=hue,
+        hue=hue,
+        palette=palette,
+        cut=0,
+        inner="quart",
+        orient="h",
+        legend=False,
+        ax=violin_ax,
+    )
+    violin_ax.set_xlabel("client test accuracy (%)")
+    violin_ax.set_ylabel("")
+    violin_ax.tick_params(axis="y", labelsize=9 if len(palette) > 10 else 10)
     rounds = sorted(set(clients["round"])) if "round" in clients else []
     at = f" at round {rounds[0]}" if len(rounds) == 1 else ""
     fig.suptitle(
         _title(
             clients,
-            f"per-client accuracy{at} ({clients['seed'].nunique()} seeds pooled)"
+            f"per-client accuracy{at} ({_count(clients['seed'].nunique(), 'seed')} pooled)"
             if "seed" in clients
             else f"per-client accuracy{at}",
         )
@@ -102,12 +169,26 @@ def plot_client_accuracy(clients: pd.DataFrame, hue: str = "method") -> Figure:
 def plot_accuracy_vs_fairness(
     runs: pd.DataFrame, x: str = "var", y: str = "global_acc", hue: str = "method"
 ) -> Figure:
-    """Accuracy against a dispersion metric: one faint point per run, the mean per method with ± std bars."""
+    """Accuracy against a dispersion metric: one faint point per run, the mean per method with ± std bars;
+    each method has its own colour and marker, named in a legend right of the panel."""
     _require(runs, [x, y, "dataset", hue], "plot_accuracy_vs_fairness")
-    fig = Figure(figsize=(5.2, 4), layout="constrained")
-    ax = fig.subplots()
     palette = _palette(runs, hue)
-    sns.scatterplot(data=runs, x=x, y=y, hue=hue, palette=palette, alpha=0.35, legend=False, ax=ax)
+    markers = {level: _MARKERS[i % len(_MARKERS)] for i, level in enumerate(palette)}
+    legend_width = 0.6 + _CHAR_IN * max(len(str(level)) for level in palette)
+    fig = Figure(figsize=(5.2 + legend_width, max(4.0, 1.0 + 0.25 * len(palette))), layout="constrained")
+    ax = fig.subplots()
+    sns.scatterplot(
+        data=runs,
+        x=x,
+        y=y,
+        hue=hue,
+        style=hue,
+        markers=markers,
+        palette=palette,
+        alpha=0.35,
+        legend=False,
+        ax=ax,
+    )
     stats = runs.groupby(hue, sort=False)[[x, y]].agg(["mean", "std"])
     for level, row in stats.iterrows():
         ax.errorbar(
@@ -115,13 +196,14 @@ def plot_accuracy_vs_fairness(
             row[(y, "mean")],
             xerr=row[(x, "std")],
             yerr=row[(y, "std")],
-            fmt="o",
+            fmt=markers[level],
             color=palette[level],
             capsize=3,
             label=level,
         )
-    ax.legend(title=hue)
-    ax.set_xlabel(f"{_label(x)} (lower is fairer)" if x in ("var", "std", "cv", "loss_var") else _label(x))
+    fig.legend(title=hue, loc="outside right upper", frameon=False)
+    fairer = x in ("var", "std", "cv", "loss_var")
+    ax.set_xlabel(f"{_label(x)}, lower is fairer" if fairer else _label(x))
     ax.set_ylabel(_label(y))
     fig.suptitle(_title(runs, "accuracy vs fairness"))
     return fig
@@ -133,11 +215,12 @@ def plot_sweep(
     """Metrics against a hyperparameter (a column of ``runs``, e.g. ``config.algorithm.params.mu``): mean
     over seeds with ± std bars; a logarithmic axis when the positive values span more than two decades."""
     _require(runs, [param, "dataset", hue, *metrics], f"plot_sweep({param!r})")
-    fig = Figure(figsize=(4.2 * len(metrics), 3.4), layout="constrained")
+    palette = _palette(runs, hue)
+    width = 4.2 * len(metrics)
+    fig = Figure(figsize=(width, 3.4 + _legend_height(list(palette), width)), layout="constrained")
     axes = fig.subplots(1, len(metrics), squeeze=False)[0]
     values = pd.to_numeric(runs[param], errors="coerce")
     log = bool((values > 0).all() and values.max() / values.min() > 100)
-    palette = _palette(runs, hue)
     for i, (ax, metric) in enumerate(zip(axes, metrics, strict=True)):
         sns.lineplot(
             data=runs,
@@ -155,6 +238,7 @@ def plot_sweep(
             ax.set_xscale("log")
         ax.set_xlabel(param.removeprefix("config."))
         ax.set_ylabel(_label(metric))
+    _legend_below(fig, axes[-1], hue)
     fig.suptitle(_title(runs, f"sweep over {param.removeprefix('config.')} (mean ± std over seeds)"))
     return fig
 

@@ -1,9 +1,29 @@
 import json
+import struct
 
 import pandas as pd
 import pytest
 
-from fairfl_core.report.index import write_index
+from fairfl_core.report.index import OPEN_ROWS, claim_counts, claim_outcome, write_index
+
+
+def _png(path, width, height=400):
+    """The first bytes of a PNG of ``width`` x ``height`` pixels (signature and IHDR): all the index reads."""
+    ihdr = b"\x00\x00\x00\rIHDR" + struct.pack(">II", width, height) + b"\x08\x06"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + ihdr)
+
+
+def _results_table(n_rows, stand_in=False):
+    table = pd.DataFrame(
+        {
+            "dataset": "fashion_mnist",
+            "method": [f"method {i}" for i in range(n_rows)],
+            "seeds": 5,
+            "Var. reproduced": [f"{40 + i}.00 ± 1.00" for i in range(n_rows)],
+            "Var. paper": "62.44 ± 4.55",
+        }
+    )
+    return table.assign(**{"stand-in": "stand-in for CIFAR-10"}) if stand_in else table
 
 
 def test_index_links_notebooks_tables_and_figures_with_status(tmp_path):
@@ -26,11 +46,110 @@ def test_index_links_notebooks_tables_and_figures_with_status(tmp_path):
     assert (tmp_path / "index.html").exists()
     assert '<a href="quickstart/00_quickstart.html">00_quickstart (HTML)</a>' in page
     assert '<a href="quickstart/summary.md">md</a>' in page and "summary.tex" not in page
-    assert "62.44 ± 4.55" in page  # table shown inline
+    assert "62.44 ±&nbsp;4.55" in page  # table shown (mean ± std wraps before the ± only)
     assert '<img src="quickstart/curves.png"' in page and '<a href="quickstart/curves.pdf">PDF</a>' in page
     assert '<span class="failed">[failed in 3 s]</span>' in page
     assert '<span class="ok">[ok in 12 s]</span>' in page
     assert page.index('id="fedeba"') < page.index('id="quickstart"')
+    assert "<script" not in page and "<link" not in page and "http" not in page  # self-contained, no JS
+
+
+@pytest.mark.parametrize(
+    ("value", "outcome"),
+    [
+        ("pass", "holds"),
+        ("holds", "holds"),
+        (" Holds ", "holds"),
+        ("True", "holds"),
+        (True, "holds"),
+        ("within noise", "within noise"),
+        ("within_noise", "within noise"),
+        ("Within-Noise", "within noise"),
+        ("fail", "fails"),
+        ("fails", "fails"),
+        ("False", "fails"),
+        ("missing", "not checked"),
+        ("n/a", "not checked"),
+        ("", "not checked"),
+    ],
+)
+def test_claim_outcome_reads_the_two_and_the_three_outcome_forms(value, outcome):
+    assert claim_outcome(value) == outcome
+
+
+def test_claim_counts_key_on_the_outcome_column():
+    outcomes = [*["holds"] * 3, *["within noise"] * 2, "fails", ""]
+    three = pd.DataFrame({"claim": list("abcdefg"), "result": outcomes})
+    assert claim_counts(three) == {"holds": 3, "within noise": 2, "fails": 1, "not checked": 1}
+    two = pd.DataFrame({"claim": ["a", "b"], "result": ["pass", "fail"], "holds_in_paper": ["fail", "fail"]})
+    assert claim_counts(two) == {"holds": 1, "within noise": 0, "fails": 1, "not checked": 0}
+    # "outcome" is read before "result"; a table without any outcome column has no counts
+    both = two.assign(outcome=["within noise", "within noise"])
+    assert claim_counts(both)["within noise"] == 2
+    assert claim_counts(pd.DataFrame({"claim": ["a"], "value": [1.0]})) is None
+
+
+def test_headline_counts_every_claims_table_of_a_notebook(tmp_path):
+    nb = tmp_path / "paper"
+    nb.mkdir()
+    outcomes = ["holds", "holds", "within noise", "within noise", "fails", "missing"]
+    pd.DataFrame({"claim": [f"claim {i}" for i in range(6)], "result": outcomes}).to_csv(
+        nb / "claims.csv", index=False
+    )
+    pd.DataFrame({"claim": ["C11", "C12"], "value": [-0.5, 2.0], "holds": [True, False]}).to_csv(
+        nb / "lambda_claims.csv", index=False
+    )
+    pd.DataFrame({"claim": ["toy"], "value": [1.0]}).to_csv(nb / "toy_claims.csv", index=False)
+
+    page = write_index(tmp_path).read_text()
+    headline = page[page.index('<p class="headline">') :]
+    headline = headline[: headline.index("</p>")]
+    assert '<span class="badge o-holds">3 hold</span>' in headline  # 2 + True
+    assert '<span class="badge o-noise">2 within noise</span>' in headline
+    assert '<span class="badge o-fails">2 fail</span>' in headline  # 1 + False
+    assert '<span class="badge o-na">1 not checked</span>' in headline
+    assert "toy_claims.csv: no outcome column (outcome / result / verdict / holds); not counted" in headline
+    # the summary table at the top carries the same counts, in OUTCOMES order
+    assert '<a href="#paper">paper</a>' in page
+    assert '<td class="num">3</td><td class="num">2</td><td class="num">2</td><td class="num">1</td>' in page
+    # outcome cells are coloured; the claims tables are folded, their counts in the summary line
+    assert '<td class="o-noise">within noise</td>' in page and '<td class="o-fails">False</td>' in page
+    assert "<details><summary>Claims: claims " in page and "<details><summary>Claims: lambda_claims " in page
+
+
+def test_long_tables_fold_and_main_tables_show_the_paper_beside_reproduced(tmp_path):
+    nb = tmp_path / "paper"
+    nb.mkdir()
+    _results_table(3).to_csv(nb / "table1_fmnist.csv", index=False)
+    _results_table(3, stand_in=True).to_csv(nb / "table1_cifar10.csv", index=False)
+    _results_table(OPEN_ROWS + 1).to_csv(nb / "table9.csv", index=False)
+    pd.DataFrame({"method": ["FedAvg"], "x": [0.5]}).to_csv(nb / "toy.csv", index=False)
+    note = "not implemented: " + "the algorithm is not specified in the paper; its code is unavailable " * 2
+    _results_table(2).assign(note=["", note]).to_csv(nb / "table13.csv", index=False)
+
+    page = write_index(tmp_path).read_text()
+    # short main tables are open, real data before the stand-in; a long one and any other table are folded
+    assert "<h3>table1_fmnist</h3>" in page and "<h3>table1_cifar10</h3>" in page
+    assert page.index("<h3>table1_fmnist</h3>") < page.index("<h3>table1_cifar10</h3>")
+    assert "<summary>Table: table1_fmnist" not in page
+    assert f"<details><summary>Table: table9 <span class='links'>({OPEN_ROWS + 1} rows × 5 columns)" in page
+    assert "<details><summary>Table: toy " in page
+    # a column with one value is stated once; the reproduced and paper columns always stay
+    assert "Every row: dataset: fashion_mnist; seeds: 5</p>" in page
+    assert "<th>Var. paper</th>" in page and "<th>seeds</th>" not in page
+    # a long note is folded behind its head
+    assert "<details class='cell'><summary>not implemented</summary>not implemented: the algorithm" in page
+
+
+def test_figures_are_inline_and_sized_to_the_page(tmp_path):
+    nb = tmp_path / "paper"
+    nb.mkdir()
+    _png(nb / "learning_curves.png", 1900)
+    _png(nb / "accuracy_vs_fairness.png", 800)
+    page = write_index(tmp_path).read_text()
+    assert '<figure class="wide"><img src="paper/learning_curves.png"' in page
+    assert '<figure class="narrow"><img src="paper/accuracy_vs_fairness.png"' in page
+    assert "img{width:100%;height:auto" in page
 
 
 def test_index_of_a_missing_directory_says_how_to_make_it(tmp_path):
