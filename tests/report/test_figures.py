@@ -1,4 +1,5 @@
 import itertools
+import math
 
 import numpy as np
 import pandas as pd
@@ -123,3 +124,60 @@ def test_missing_columns_and_empty_data_are_named(runs):
         plot_learning_curves(load_curves(runs), metrics=("worst10",))
     with pytest.raises(ValueError, match="no rows to plot"):
         plot_accuracy_vs_fairness(runs.iloc[:0])
+
+
+def _group_tables(methods, labels):
+    """``aggregate``-like and ``experiment_paper_values``-like long tables of group accuracies: method i,
+    group g has mean 10 i + g + 1 (std 0.5) reproduced and 10 i + g + 5 in the paper."""
+    rows = [
+        (m, f"group_acc_{g}", 10.0 * i + g + 1) for i, m in enumerate(methods) for g in range(len(labels))
+    ]
+    agg = pd.DataFrame(rows, columns=["method", "metric", "mean"]).assign(dataset="shakespeare", std=0.5)
+    paper = agg.rename(columns={"mean": "paper_value"}).assign(paper_value=lambda d: d["paper_value"] + 4)
+    return agg, paper.drop(columns="std").assign(paper_std=math.nan)
+
+
+def test_group_accuracies_put_each_bar_at_its_method_and_group():
+    from fairfl_core.experiments.papers.gifair_fl_claims import plot_group_accuracies
+
+    methods = ["FedAvg", "q-FFL (q=0.01)", "GIFAIR-FL-Global (λ = 0.5 λ_max)"]
+    labels = ("male", "female")  # not alphabetical: bars follow the labels' order
+    agg, paper = _group_tables(methods, labels)
+    fig = plot_group_accuracies(agg, paper, labels)
+    renderer = _drawn(fig)
+    reproduced, printed = fig.axes
+    assert [t.get_text() for t in reproduced.get_yticklabels()] == methods
+    assert _overlapping(reproduced.get_yticklabels(), renderer) == []
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == list(labels)
+    assert not any(ax.get_legend() for ax in fig.axes)
+    for ax, shift in ((reproduced, 0), (printed, 4)):
+        for g, container in enumerate(c for c in ax.containers if hasattr(c, "patches")):
+            for i, bar in enumerate(container.patches):
+                assert round(bar.get_y() + bar.get_height() / 2) == i  # the method's row
+                assert bar.get_width() == 10 * i + g + 1 + shift
+            if ax is reproduced:  # each ± std bar spans its own bar's end
+                (segments,) = [c.get_segments() for c in container.errorbar.lines[2]]
+                ends = [(seg[0][0] + seg[1][0]) / 2 for seg in segments]
+                assert ends == [bar.get_width() for bar in container.patches]
+                assert [seg[1][0] - seg[0][0] for seg in segments] == [1.0] * len(methods)
+
+
+def test_lambda_sweep_legend_clear_of_the_data():
+    from fairfl_core.experiments.papers.gifair_fl_claims import LAM, plot_lambda_sweep
+
+    runs = pd.DataFrame(
+        {
+            LAM: [0.0, 0.0, 0.5, 0.5, 0.9, 0.9],
+            "seed": [0, 1] * 3,
+            "group_acc_0": [50.0, 52, 48, 49, 45, 46],
+            "group_acc_1": [30.0, 31, 38, 39, 44, 45],
+            "group_gap": [20.0, 21, 10, 10, 1, 1],
+            "dataset": "shakespeare",
+        }
+    )
+    fig = plot_lambda_sweep(runs, ("male", "female"))
+    renderer = _drawn(fig)
+    left = fig.axes[0]
+    box = left.get_legend().get_window_extent(renderer)
+    assert box.y0 >= left.get_window_extent(renderer).y1 - 1  # above the panel, not on the lines
+    assert [ax.get_xlabel() for ax in fig.axes] == ["λ / λ_max", "λ / λ_max"]

@@ -259,43 +259,39 @@ def gap_table(experiment: Experiment, agg: pd.DataFrame, paper: pd.DataFrame) ->
 
 
 def plot_group_accuracies(agg: pd.DataFrame, paper: pd.DataFrame, labels: tuple[str, ...]) -> Figure:
-    """Group accuracies per method: reproduced (mean ± std over seeds) beside the paper's printed values."""
+    """Group accuracies per method: reproduced (mean ± std over seeds, left) beside the paper's printed values
+    (right, ± its std where printed). Horizontal bars, one row per method (names read along the y axis),
+    one bar per group; the figure grows with the methods."""
     import seaborn as sns  # plotting libraries load only when drawing (profiles imports this module)
     from matplotlib.figure import Figure
 
     metrics = {f"group_acc_{g}": label for g, label in enumerate(labels)}
-    ours = agg[agg["metric"].isin(metrics)].assign(
-        group=lambda d: d["metric"].map(metrics), source="reproduced"
-    )
-    theirs = paper[paper["metric"].isin(metrics)].assign(
-        group=lambda d: d["metric"].map(metrics), source="paper", mean=lambda d: d["paper_value"]
-    )
-    fig = Figure(figsize=(11, 3.8), layout="constrained")
-    axes = fig.subplots(1, 2, sharey=True)
-    for ax, (title, data) in zip(axes, (("reproduced", ours), ("paper", theirs)), strict=True):
-        if data.empty:
-            ax.set_title(f"{title}: no values")
-            continue
-        sns.barplot(
-            data=data,
-            x="method",
-            y="mean",
-            hue="group",
-            order=list(dict.fromkeys(ours["method"])),
-            ax=ax,
-            palette="colorblind",
-        )
-        if title == "reproduced" and data["std"].notna().any():
-            for bar, (_, r) in zip(
-                ax.patches, data.sort_values(["group", "method"]).iterrows(), strict=False
-            ):
-                ax.errorbar(
-                    bar.get_x() + bar.get_width() / 2, bar.get_height(), yerr=r["std"], color="k", capsize=2
-                )
-        ax.set_title(title)
-        ax.set_xlabel("")
-        ax.set_ylabel("group accuracy (%)")
-        ax.tick_params(axis="x", rotation=60)
+    methods = list(dict.fromkeys(agg.loc[agg["metric"].isin(metrics), "method"]))
+    colours = dict(zip(labels, sns.color_palette("colorblind", len(labels)), strict=True))
+    bar = 0.8 / len(labels)
+    fig = Figure(figsize=(11, 1.8 + 0.2 * len(methods) * len(labels)), layout="constrained")
+    axes = fig.subplots(1, 2, sharex=True, sharey=True)
+    sides = (("reproduced", agg, "mean", "std"), ("paper", paper, "paper_value", "paper_std"))
+    for ax, (title, table, value, std) in zip(axes, sides, strict=True):
+        shown = table[table["metric"].isin(metrics) & table["method"].isin(methods)]
+        for g, (metric, label) in enumerate(metrics.items()):
+            rows = shown[shown["metric"] == metric].drop_duplicates("method").set_index("method")
+            err = rows[std].reindex(methods) if std in rows else None
+            ax.barh(
+                [i + (g - (len(labels) - 1) / 2) * bar for i in range(len(methods))],
+                rows[value].reindex(methods) if value in rows else [math.nan] * len(methods),
+                height=bar,
+                xerr=err,
+                color=colours[label],
+                label=label,
+                capsize=2,
+            )
+        ax.set_title(title if value in shown and shown[value].notna().any() else f"{title}: no values")
+        ax.set_xlabel("group test accuracy (%)")
+    axes[0].set_yticks(range(len(methods)), methods)
+    axes[0].invert_yaxis()
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, title="group", loc="outside lower center", ncols=len(labels), frameon=False)
     fig.suptitle(f"{'; '.join(dict.fromkeys(agg['dataset']))}: group accuracies")
     return fig
 
@@ -355,6 +351,9 @@ def plot_lambda_sweep(runs: pd.DataFrame, labels: tuple[str, ...]) -> Figure:
     left, right = fig.subplots(1, 2)
     sns.lineplot(data=long, x=LAM, y="acc", hue="group", marker="o", errorbar="sd", err_style="bars", ax=left)
     left.set_ylabel("group test accuracy (%)")
+    sns.move_legend(
+        left, "lower center", bbox_to_anchor=(0.5, 1.0), ncols=len(labels), title=None, frameon=False
+    )
     sns.lineplot(
         data=data, x=LAM, y="group_gap", marker="o", errorbar="sd", err_style="bars", ax=right, color="k"
     )
