@@ -3,18 +3,23 @@
 Input: int64 token ids ``[B, T]`` (LEAF: T = 80, vocabulary of 80 symbols); output: logits ``[B, vocab]``
 for the character after the last position. ``Embedding → num_layers × LSTM(hidden) → last step → head``.
 
-Written over plain ``nn.Parameter``s (``nn.LSTM`` has no ``vmap`` batching rule). Gates follow PyTorch's
+Each layer runs torch's fused LSTM kernel (``torch.lstm``: oneDNN on CPU, cuDNN on CUDA) over the layer's own
+parameters, so ``functional_call`` and ``torch.func.grad`` see ordinary parameters. Gates follow PyTorch's
 layout ``[i, f, g, o]``::
 
-    i, f, g, o = split(x_t W_ihᵀ + h_{t-1} W_hhᵀ + b)
-    c_t = σ(f + forget_bias) ⊙ c_{t-1} + σ(i) ⊙ tanh(g),   h_t = σ(o) ⊙ tanh(c_t)
+    i, f, g, o = split(x_t W_ihᵀ + b_ih + h_{t-1} W_hhᵀ + b_hh)
+    c_t = σ(f) ⊙ c_{t-1} + σ(i) ⊙ tanh(g),   h_t = σ(o) ⊙ tanh(c_t)
+
+The fused kernel has no ``vmap`` batching rule (vmapped, it runs sample by sample), so the engine's
+``client_axis="auto"`` loops over clients for recurrent models (``sim/client_map.py``).
 
 Presets:
 
 * ``lstm_leaf`` — LEAF ``models/shakespeare/stacked_lstm.py`` (also q-FFL's and Ditto's, hence GIFAIR-FL
   §4.4–4.5): embedding 8, 2 × ``BasicLSTMCell(256)``, dense 256 → 80. TensorFlow's ``BasicLSTMCell`` has
   **one** bias of 4·256 per layer and adds a constant ``forget_bias = 1.0`` (not a parameter) to the forget
-  gate: 640 + 271,360 + 525,312 + 20,560 = **817,872** parameters.
+  gate: 640 + 271,360 + 525,312 + 20,560 = **817,872** parameters. In PyTorch's form that is b_ih = b and a
+  constant b_hh that is 1.0 on the forget block and 0 elsewhere.
 * ``lstm_afga`` — AFGA §6: embedding 80, 2 × LSTM(256) in PyTorch form (**two** biases ``b_ih``, ``b_hh`` per
   layer, no forget bias), Dropout(0.05) before the dense layer: 6,400 + 346,112 + 526,336 + 20,560 =
   **899,408** parameters (AFGA spec §4.3). Numerically identical to ``nn.LSTM`` with the same weights.
@@ -33,7 +38,10 @@ from torch import nn
 
 
 class LSTMLayer(nn.Module):
-    """One LSTM layer over a whole sequence ``[B, T, in] → [B, T, hidden]`` (zero initial state)."""
+    """One LSTM layer over a whole sequence ``[B, T, in] → [B, T, hidden]`` (zero initial state).
+
+    ``num_biases=2``: PyTorch's trainable ``bias_ih`` and ``bias_hh``; ``num_biases=1``: one trainable
+    ``bias`` plus the constant ``forget_bias`` on the forget gate (TensorFlow's ``BasicLSTMCell``)."""
 
     def __init__(self, input_size: int, hidden_size: int, num_biases: int, forget_bias: float):
         super().__init__()
@@ -48,17 +56,18 @@ class LSTMLayer(nn.Module):
         for p in self.parameters():
             nn.init.uniform_(p, -bound, bound)
 
+    def _biases(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if len(self.bias_names) == 2:
+            return self.bias_ih, self.bias_hh
+        constant = torch.zeros_like(self.bias)
+        constant[self.hidden_size : 2 * self.hidden_size] = self.forget_bias
+        return self.bias, constant
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        bias = sum(getattr(self, name) for name in self.bias_names)
-        projected = x @ self.weight_ih.T + bias
-        h = c = x.new_zeros(x.shape[0], self.hidden_size)
-        outputs = []
-        for t in range(x.shape[1]):
-            i, f, g, o = (projected[:, t] + h @ self.weight_hh.T).chunk(4, dim=-1)
-            c = torch.sigmoid(f + self.forget_bias) * c + torch.sigmoid(i) * torch.tanh(g)
-            h = torch.sigmoid(o) * torch.tanh(c)
-            outputs.append(h)
-        return torch.stack(outputs, dim=1)
+        state = x.new_zeros(1, x.shape[0], self.hidden_size)
+        weights = [self.weight_ih, self.weight_hh, *self._biases()]
+        out, *_ = torch.lstm(x, (state, state), weights, True, 1, 0.0, self.training, False, True)
+        return out
 
 
 class CharLSTM(nn.Module):

@@ -31,6 +31,31 @@ def reference_lstm(model, biases):
     return forward
 
 
+def explicit_gates(model, tokens):
+    """The LSTM equations written out step by step, an oracle independent of torch's fused kernel:
+    i, f, g, o = split(x_t W_ihᵀ + h W_hhᵀ + b_ih + b_hh), c = σ(f) c + σ(i) tanh(g), h = σ(o) tanh(c)."""
+    x = model.embedding(tokens)
+    for layer in model.layers:
+        b_ih, b_hh = layer._biases()
+        h = c = x.new_zeros(x.shape[0], HIDDEN)
+        steps = []
+        for t in range(x.shape[1]):
+            i, f, g, o = (x[:, t] @ layer.weight_ih.T + h @ layer.weight_hh.T + b_ih + b_hh).chunk(4, dim=-1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            steps.append(h)
+        x = torch.stack(steps, dim=1)
+    return model.head(x[:, -1])
+
+
+def test_both_presets_equal_the_gate_equations_written_out(make_input):
+    for name in ("lstm_leaf", "lstm_afga"):
+        model = build_model(name, hidden_size=HIDDEN).double().eval()
+        tokens = make_input(name, (4,))
+        with torch.no_grad():
+            torch.testing.assert_close(model(tokens), explicit_gates(model, tokens), atol=1e-12, rtol=1e-12)
+
+
 def test_afga_lstm_equals_torch_lstm(make_input):
     """Two biases, no forget bias: exactly PyTorch's LSTM."""
     model = build_model("lstm_afga", hidden_size=HIDDEN).double().eval()

@@ -1,0 +1,160 @@
+"""W3 benchmark: the Shakespeare LSTM-256 local step (LEAF's 2-layer ``lstm_leaf``), batched vs sequential.
+
+W3 = one local SGD step of 10 clients × batch 10 × 80 characters (a round of one local step; the token ids are
+random, which does not change the arithmetic). The same process times, in interleaved blocks (medians):
+
+* ``batched``: the engine's default for recurrent models, ``client_axis="auto"``: torch's fused LSTM kernel
+  (oneDNN on CPU), one call per client;
+* ``vmap_explicit``: the gate equations written out over plain tensors and vmapped over the stacked clients,
+  the form the engine used before the fused kernel (kept here as the reference it is compared with);
+* ``sequential``: the sequential reference engine (one module, ``torch.optim.SGD``, client after client);
+* the FLOP/s of a large fp32 matmul.
+
+The last line is ``W3 batched_s_per_round=… sequential_s_per_round=… speedup=… efficiency=…`` with
+efficiency = training FLOP/s of the batched engine / matmul FLOP/s. ``--gifair-round`` also times one round of
+the GIFAIR-FL Shakespeare quick profile (FedAvg, real role data).
+
+Usage: ``python benchmarks/lstm_step.py [--repeats 5] [--steps 2] [--gifair-round]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import torch
+from round_speed import matmul_flops
+from torch.func import grad, vmap
+from torch.nn import functional as F
+
+from fairfl_core.data.federated import FederatedDataset
+from fairfl_core.models import build_model
+from fairfl_core.sim.engine import Engine
+from fairfl_core.sim.local import LocalSpec
+
+CLIENTS, BATCH, SEQ, VOCAB = 10, 10, 80, 80
+
+
+def step_flops(model: torch.nn.Module) -> float:
+    """Forward + backward ≈ 3 × forward; forward per sequence: every layer's 4 gates at every character
+    (2·4H·(in + H) per character) plus the head at the last one."""
+    per_char = sum(2 * layer.weight_ih.shape[0] * sum(layer.weight_ih.shape[1:] + layer.weight_hh.shape[1:])
+                   for layer in model.layers)
+    head = 2 * model.head.in_features * model.head.out_features
+    return 3 * CLIENTS * BATCH * (SEQ * per_char + head)
+
+
+def token_data(seed: int = 0) -> FederatedDataset:
+    gen = torch.Generator().manual_seed(seed)
+    per_client = 4 * BATCH
+    x = torch.randint(0, VOCAB, (CLIENTS * per_client + 4, SEQ), generator=gen)
+    y = torch.randint(0, VOCAB, (len(x),), generator=gen)
+    train = [torch.arange(k * per_client, (k + 1) * per_client) for k in range(CLIENTS)]
+    tail = torch.arange(CLIENTS * per_client, len(x))
+    return FederatedDataset("tokens", x, y, VOCAB, train, [tail] * CLIENTS, tail, torch.full((CLIENTS,), -1))
+
+
+def explicit_gates_step(engine: Engine, lr: float):
+    """One vmapped SGD step with the gate equations written out (the reference form)."""
+    model = engine.model
+
+    def forward(params, tokens):
+        x = F.embedding(tokens, params["embedding.weight"])
+        for k, layer in enumerate(model.layers):
+            w_ih, w_hh = params[f"layers.{k}.weight_ih"], params[f"layers.{k}.weight_hh"]
+            b = params[f"layers.{k}.bias"]
+            forget = torch.zeros_like(b)
+            forget[layer.hidden_size : 2 * layer.hidden_size] = layer.forget_bias
+            projected = x @ w_ih.T + b + forget
+            h = c = x.new_zeros(x.shape[0], layer.hidden_size)
+            steps = []
+            for t in range(x.shape[1]):
+                i, f, g, o = (projected[:, t] + h @ w_hh.T).chunk(4, dim=-1)
+                c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+                h = torch.sigmoid(o) * torch.tanh(c)
+                steps.append(h)
+            x = torch.stack(steps, dim=1)
+        return x[:, -1] @ params["head.weight"].T + params["head.bias"]
+
+    def loss(params, tokens, labels):
+        return F.cross_entropy(forward(params, tokens), labels)
+
+    step = vmap(grad(loss))
+    names = engine.space.names
+
+    def run(w, tokens, labels):
+        params = engine.space.unflatten(w)
+        grads = step({n: params[n] for n in names}, tokens, labels)
+        return w - lr * engine.space.flatten(grads, batch_dims=1)
+
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved timing blocks (medians)")
+    parser.add_argument("--steps", type=int, default=2, help="local steps per timing block and engine")
+    parser.add_argument("--gifair-round", action="store_true")
+    args = parser.parse_args()
+    device = torch.device("cpu")
+    print(f"device={device} threads={torch.get_num_threads()} torch={torch.__version__}")
+    data, clients = token_data(), np.arange(CLIENTS)
+    spec = LocalSpec(lr=0.8, batch_size=BATCH, steps=1)
+    model = build_model("lstm_leaf")
+    engines = {kind: Engine(model, data, kind=kind) for kind in ("batched", "sequential")}
+    w = engines["batched"].init_params()
+    stacked = w.expand(CLIENTS, -1).contiguous()
+    tokens = data.x[torch.cat(data.client_train)].view(CLIENTS, -1, SEQ)[:, :BATCH]
+    labels = data.y[torch.cat(data.client_train)].view(CLIENTS, -1)[:, :BATCH]
+    explicit = explicit_gates_step(engines["batched"], spec.lr)
+    runs = {
+        "batched": lambda s: engines["batched"].train(clients, w, spec, seed=s),
+        "vmap_explicit": lambda s: explicit(stacked, tokens, labels),
+        "sequential": lambda s: engines["sequential"].train(clients, w, spec, seed=s),
+    }
+    for run in runs.values():  # warm-up
+        run(0)
+    peaks, times = [], {name: [] for name in runs}
+    for block in range(args.repeats):
+        peaks.append(matmul_flops(device, reps=5))
+        for name, run in runs.items():
+            start = time.perf_counter()
+            for s in range(args.steps):
+                run(block * args.steps + s)
+            times[name].append((time.perf_counter() - start) / args.steps)
+    peak = statistics.median(peaks)
+    med = {name: statistics.median(v) for name, v in times.items()}
+    flops = step_flops(model)
+    print(
+        f"training GFLOP per step={flops / 1e9:.2f} matmul GFLOP/s={peak / 1e9:.1f} "
+        f"(medians of {args.repeats} interleaved blocks of {args.steps} steps)"
+    )
+    for name, values in times.items():
+        print(
+            f"  {name} s/step: median {med[name]:.4f} ({flops / med[name] / peak:.3f} of the matmul peak), "
+            "blocks " + " ".join(f"{v:.4f}" for v in values)
+        )
+    if args.gifair_round:
+        from fairfl_core.algorithms import build_algorithm
+        from fairfl_core.experiments.profiles import experiment_configs
+        from fairfl_core.experiments.runner import run_data
+        from fairfl_core.sim.context import Simulation
+
+        quick = experiment_configs("gifair_table5_shakespeare", "quick")
+        cfg = next(c for c in quick if c.algorithm.name == "fedavg")
+        engine = Engine(build_model(cfg.model.name, **cfg.model.options), run_data(cfg))
+        algo = build_algorithm("fedavg", Simulation(engine, cfg.train, cfg.seed), cfg.algorithm.params)
+        start = time.perf_counter()
+        algo.round(0)
+        seconds = time.perf_counter() - start
+        print(f"GIFAIR Shakespeare quick round (FedAvg, {cfg.data.name}): {seconds:.1f} s")
+    print(
+        f"W3 batched_s_per_round={med['batched']:.4f} sequential_s_per_round={med['sequential']:.4f} "
+        f"speedup={med['sequential'] / med['batched']:.2f} efficiency={flops / med['batched'] / peak:.3f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
