@@ -3,6 +3,7 @@ tidy DataFrames: one row per run, per evaluation (learning curves) or per client
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,11 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _setting(config: dict[str, Any]) -> str:
+    """Hash of a run's config with the seed left out: the runs of one setting share it across seeds."""
+    return config_hash(dataclasses.replace(ExperimentConfig.from_dict(config), seed=0))
+
+
 def _run_row(path: Path, label: str | None) -> dict[str, Any]:
     store = RunStore(path)
     summary, config = store.summary(), store.config()
@@ -49,6 +55,7 @@ def _run_row(path: Path, label: str | None) -> dict[str, Any]:
         "status": summary["status"],
         "rounds": summary["rounds"],
         "hash": path.name,
+        "setting": _setting(config),
         "path": str(path),
     }
     row.update({k: v for k, v in summary.items() if k not in row and k != "name"})
@@ -58,7 +65,9 @@ def _run_row(path: Path, label: str | None) -> dict[str, Any]:
 
 def load_runs(results_dir: str | Path, configs: Iterable[ExperimentConfig] | None = None) -> pd.DataFrame:
     """One row per finished run: ``method`` (the config's name, i.e. the method label), ``dataset`` (its
-    display label, carrying the stand-in), ``data`` / ``stand_in``, ``seed``, ``status``, every summary
+    display label, carrying the stand-in), ``data`` / ``stand_in``, ``seed``, ``status``, ``setting`` (the
+    config hash without the seed: equal for the seeds of one setting, see
+    :func:`fairfl_core.report.tables.distinct_methods`), every summary
     metric (keys of :func:`fairfl_core.metrics.fairness_summary`) and the flattened config as
     ``config.<section>.<field>`` columns.
 

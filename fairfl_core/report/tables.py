@@ -7,13 +7,14 @@ single seed there is none and only the mean is shown.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["METRIC_LABELS", "aggregate", "format_mean_std", "results_table", "save_table"]
+__all__ = ["METRIC_LABELS", "aggregate", "distinct_methods", "format_mean_std", "results_table", "save_table"]
 
 METRIC_LABELS = {
     "global_acc": "Global Acc.",
@@ -41,12 +42,42 @@ METRIC_LABELS = {
 DEFAULT_METRICS = ("global_acc", "var", "worst5", "best5")
 
 
+def distinct_methods(runs: pd.DataFrame, by: Sequence[str] = ("dataset", "method")) -> pd.DataFrame:
+    """``runs`` (from :func:`fairfl_core.report.results.load_runs`) where no group of ``by`` mixes settings.
+
+    Runs of one setting differ only in the seed (equal ``setting`` column). A group that holds several
+    settings, e.g. a sweep that lists one algorithm twice with other params and no labels, gets its
+    ``method`` extended by the config fields that tell its settings apart:
+    ``"fedeba+ (fair_grad_units=gradient)"`` (``config.`` and ``algorithm.params.`` left out of the names).
+    Every other row keeps its label. Without a ``setting`` column, or without ``method`` in ``by``, ``runs``
+    is returned as it is."""
+    by = list(by)
+    if "setting" not in runs or "method" not in by:
+        return runs
+    mixed = runs.groupby(by, sort=False, dropna=False)["setting"].transform("nunique") > 1
+    if not mixed.any():
+        return runs
+    fields = [c for c in runs if c.startswith("config.") and c not in ("config.seed", "config.name")]
+    method = runs["method"].copy()
+    for _, part in runs[mixed].groupby(by, sort=False, dropna=False):
+        values = part[fields].map(lambda v: json.dumps(v, sort_keys=True, default=str))
+        fixed = values.groupby(part["setting"]).nunique().max() == 1  # constant within each setting
+        keys = [f for f in fields if fixed[f] and values[f].nunique() > 1]
+        short = {k: k.removeprefix("config.").removeprefix("algorithm.params.") for k in keys}
+        for i in part.index:
+            names = ", ".join(f"{short[k]}={part.at[i, k]}" for k in keys)
+            method[i] = f"{part.at[i, 'method']} ({names})"
+    return runs.assign(method=method)
+
+
 def aggregate(
     runs: pd.DataFrame, metrics: Iterable[str] = DEFAULT_METRICS, by: Sequence[str] = ("dataset", "method")
 ) -> pd.DataFrame:
     """Long table of mean, std (ddof=1) and ``n`` (runs with a value) per group of ``by`` and metric, groups
-    in order of first appearance. Also carries ``data``/``stand_in`` of each group (for the paper join), its
-    number of ``runs`` and of ``diverged`` runs. Missing values (``None`` in a summary) are skipped."""
+    in order of first appearance; a group never pools two settings (:func:`distinct_methods`). Also carries
+    ``data``/``stand_in`` of each group (for the paper join), its number of ``runs`` and of ``diverged``
+    runs. Missing values (``None`` in a summary) are skipped."""
+    runs = distinct_methods(runs, by)
     metrics, by = list(metrics), list(by)
     unknown = [m for m in metrics if m not in runs]
     if unknown:

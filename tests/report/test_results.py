@@ -29,6 +29,14 @@ def test_load_runs_reads_the_given_configs_in_order(tmp_path):
     assert runs.set_index("method").loc["FedProx", "config.algorithm.params.mu"].tolist() == [0.01, 0.01]
 
 
+def test_load_runs_setting_is_shared_by_the_seeds_of_one_setting_only(tmp_path):
+    runs = load_runs(tmp_path, two_method_results(tmp_path))
+    settings = runs.groupby("method")["setting"].unique()
+    assert [len(s) for s in settings] == [1, 1] and settings["FedAvg"][0] != settings["FedProx"][0]
+    fedavg = runs[runs["method"] == "FedAvg"].set_index("seed")  # the config hash at seed 0:
+    assert fedavg.loc[1, "setting"] == fedavg.loc[0, "hash"] != fedavg.loc[1, "hash"]
+
+
 def test_load_runs_labels_by_config_name_even_if_the_cached_summary_has_another(tmp_path):
     cfg = make_config("old label")
     write_run(tmp_path, cfg, {0: (10.0, [10.0, 20.0])})

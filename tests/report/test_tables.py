@@ -4,8 +4,8 @@ import pandas as pd
 import pytest
 
 from fairfl_core.report.results import load_runs
-from fairfl_core.report.tables import aggregate, format_mean_std, results_table, save_table
-from tests.report.conftest import two_method_results
+from fairfl_core.report.tables import aggregate, distinct_methods, format_mean_std, results_table, save_table
+from tests.report.conftest import make_config, two_method_results, write_run
 
 
 @pytest.fixture
@@ -111,3 +111,48 @@ def test_metrics_missing_in_every_run_show_a_dash_and_seeds_count_runs(runs):
     assert set(table["Group gap reproduced"]) == {"–"} and table["seeds"].tolist() == [2, 2]
     info = aggregate(runs, ["group_gap"])
     assert info["n"].tolist() == [0, 0] and info["runs"].tolist() == [2, 2]
+
+
+def _two_settings_of_fedprox(results_dir, names=("fedprox", "fedprox")):
+    """FedProx at mu 0.01 and mu 0.1 under the given run names, seeds 0 and 1 (final variances 125, 50 at
+    mu 0.01 and 500, 200 at mu 0.1)."""
+    finals = {(0.01, 0): [60.0, 70.0, 80.0, 90.0], (0.01, 1): [65.0, 75.0, 75.0, 85.0]}
+    finals |= {(0.1, 0): [40.0, 60.0, 80.0, 100.0], (0.1, 1): [50.0, 70.0, 70.0, 90.0]}
+    configs = []
+    for ((mu, seed), acc), name in zip(finals.items(), [names[0]] * 2 + [names[1]] * 2, strict=True):
+        cfg = make_config(name, "fedprox", seed, params={"mu": mu})
+        write_run(results_dir, cfg, {0: (10.0, [10.0] * 4), 4: (70.0, acc)})
+        configs.append(cfg)
+    return configs
+
+
+def test_two_settings_of_one_algorithm_under_one_name_never_pool(tmp_path):
+    configs = _two_settings_of_fedprox(tmp_path)
+    for runs in (load_runs(tmp_path, configs), load_runs(tmp_path)):  # a sweep's summary; `fairfl summarize`
+        table = results_table(runs, metrics=["var"]).set_index("method")
+        assert sorted(table.index) == ["fedprox (mu=0.01)", "fedprox (mu=0.1)"]
+        assert table["seeds"].tolist() == [2, 2]
+        assert table.loc["fedprox (mu=0.01)", "Var. reproduced"] == "87.50 ± 53.03"
+        assert table.loc["fedprox (mu=0.1)", "Var. reproduced"] == "350.00 ± 212.13"
+
+
+def test_distinct_labels_of_settings_are_kept(tmp_path):
+    runs = load_runs(tmp_path, _two_settings_of_fedprox(tmp_path, names=("FedProx small", "FedProx large")))
+    assert distinct_methods(runs) is runs
+    assert results_table(runs, metrics=["var"])["method"].tolist() == ["FedProx small", "FedProx large"]
+
+
+def test_a_shared_label_is_split_by_the_config_fields_that_differ_and_only_within_a_dataset(tmp_path):
+    configs = []
+    for seed in (0, 1):
+        for lr, data in ((0.1, "fashion_mnist"), (0.02, "fashion_mnist"), (0.02, "mnist")):
+            cfg = make_config("FedAvg", seed=seed, data=data)
+            cfg.train.lr = lr
+            write_run(tmp_path, cfg, {4: (70.0, [60.0, 70.0, 80.0, 90.0 + seed])})
+            configs.append(cfg)
+    table = results_table(load_runs(tmp_path, configs), metrics=["var"])
+    assert list(zip(table["dataset"], table["method"], table["seeds"], strict=True)) == [
+        ("fashion_mnist", "FedAvg (train.lr=0.1)", 2),
+        ("fashion_mnist", "FedAvg (train.lr=0.02)", 2),
+        ("mnist", "FedAvg", 2),  # one setting on this dataset: its label is kept
+    ]
