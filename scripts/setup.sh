@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Create or reuse .venv, install fairfl with its notebook and test extras, and prepare the offline data.
-# Idempotent: a second call with an unchanged pyproject.toml skips the install.
+# Create or reuse .venv, install the pinned dependencies (requirements.lock: every package of
+# `pip install -e ".[dev]"`, exact versions) and fairfl itself, and prepare the offline data.
+# Idempotent: a second call with unchanged requirements.lock and pyproject.toml skips the install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -10,10 +11,11 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 stamp=.venv/.fairfl-installed
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+want=$(cat requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  echo "setup: installing fairfl and its dependencies into .venv (first time: a few minutes, torch is large)"
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+  echo "setup: installing requirements.lock and fairfl into .venv (first time: a few minutes, torch is large)"
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
   echo "$want" > "$stamp"
 fi
 

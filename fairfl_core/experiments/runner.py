@@ -27,6 +27,7 @@ from fairfl_core.data.federated import FederatedDataset
 from fairfl_core.experiments.config import ExperimentConfig, config_hash
 from fairfl_core.experiments.store import RunStore, client_accuracy_key
 from fairfl_core.models import build_model
+from fairfl_core.provenance import provenance
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
 
@@ -240,6 +241,7 @@ def run_experiment(
         "hash": store.path.name,
         "seconds_per_round": train_time / max(rounds - start, 1),
         "device": str(dev),
+        "provenance": provenance(),
         **_summary(final, sim.groups),
     }
     store.save_checkpoint(final["round"], algo.state_dict())
