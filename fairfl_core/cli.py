@@ -72,9 +72,12 @@ def cmd_sweep(args) -> int:
         device=args.device,
     )
     failed = [o for o in outcomes if o.status == "failed"]
-    for o in failed:
-        print(f"FAILED {o.config.algorithm.name} seed {o.config.seed}: {o.error}", file=sys.stderr)
-    print(_summary_table(args.results, None, configs).to_string(index=False))
+    for o in failed:  # the error's first line; the traceback stays in SweepOutcome.error
+        label = o.config.name or o.config.algorithm.name
+        print(f"FAILED {label} seed {o.config.seed} [{o.hash}]: {o.error.splitlines()[0]}", file=sys.stderr)
+    finished = [o.config for o in outcomes if o.status != "failed"]
+    if finished:  # the table of the runs that finished
+        print(_summary_table(args.results, None, finished).to_string(index=False))
     return 1 if failed else 0
 
 

@@ -12,8 +12,10 @@ An algorithm entry's ``overrides`` (``section.field=value``, as ``--set``) apply
 grid: a control that differs from the base config in one setting.
 
 Executors: ``inline`` (this process) and ``process`` (a local process pool); both skip runs whose results
-exist. A run that raises is reported as ``failed`` with its error, and the sweep carries on. Tables of the
-results: :mod:`fairfl_core.report`.
+exist, so a sweep killed at any moment and started again recomputes no finished run and resumes the others
+from their checkpoints (:mod:`fairfl_core.experiments.runner`). A pool worker exits when the sweep's process
+dies, even by SIGKILL. A run that raises is reported as ``failed`` with its config hash and error, and the
+sweep carries on. Tables of the results: :mod:`fairfl_core.report`.
 """
 
 from __future__ import annotations
@@ -22,13 +24,15 @@ import concurrent.futures as cf
 import itertools
 import json
 import multiprocessing as mp
+import os
+import threading
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fairfl_core.experiments.config import ExperimentConfig, apply_overrides
+from fairfl_core.experiments.config import ExperimentConfig, apply_overrides, config_hash
 from fairfl_core.experiments.runner import RunResult, run_experiment
 
 __all__ = ["EXECUTORS", "SweepOutcome", "expand_sweep", "run_sweep"]
@@ -43,6 +47,11 @@ class SweepOutcome:
     @property
     def status(self) -> str:
         return self.result.status if self.result else "failed"
+
+    @property
+    def hash(self) -> str:
+        """The run's config hash: its directory under the results directory."""
+        return config_hash(self.config)
 
 
 def expand_sweep(d: dict[str, Any]) -> list[ExperimentConfig]:
@@ -81,15 +90,21 @@ def _inline(configs, results_dir, progress, device, workers):
     return [_run_one(c, results_dir, progress, device) for c in configs]
 
 
+def _exit_with_parent() -> None:
+    """Wait for the sweep's process to end (its sentinel pipe closes, whatever killed it), then exit: a
+    worker never outlives the sweep to finish a run nobody waits for. Its run resumes from its checkpoint."""
+    mp.parent_process().join()
+    os._exit(1)
+
+
 def _worker_init(threads: int) -> None:
     import torch
 
+    threading.Thread(target=_exit_with_parent, name="exit-with-parent", daemon=True).start()
     torch.set_num_threads(threads)
 
 
 def _process_pool(configs, results_dir, progress, device, workers):
-    import os
-
     workers = workers or max(1, (os.cpu_count() or 1) // 2)
     threads = max(1, (os.cpu_count() or 1) // workers)
     with cf.ProcessPoolExecutor(
