@@ -1,9 +1,15 @@
-"""``fairfl`` command line: run, sweep, summarize, prepare-data."""
+"""``fairfl`` command line: run, sweep, summarize, prepare-data.
+
+Bad input (a config, a flag, a file of a results directory or of the data root) is reported as one line
+``fairfl: error: ...`` naming the field or file and the fix, with exit status 2; warnings (e.g. a corrupt
+file moved aside) as ``fairfl: warning: ...``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
 __all__ = ["main"]
 
@@ -114,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("sweep", help="run a sweep config (algorithms × seeds × grid)")
     _common(p)
     p.add_argument("--executor", default="inline", choices=["inline", "process"])
-    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--workers", type=_positive_int, default=None, help="processes (default: half the cores)")
     p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("summarize", help="table of final fairness metrics, mean ± std over seeds")
     p.add_argument("results_dir")
@@ -125,11 +131,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--root", default=None, help="data root (default: $FAIRFL_DATA or ~/.cache/fairfl)")
     p.set_defaults(func=cmd_prepare_data)
     args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"fairfl: error: {exc}", file=sys.stderr)
-        return 2
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        try:
+            return args.func(args)
+        except (ValueError, OSError) as exc:  # bad input, or a file/directory that cannot be used
+            print(f"fairfl: error: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print("fairfl: interrupted; the same command resumes from the last checkpoint", file=sys.stderr)
+            return 130
+
+
+def _positive_int(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of processes (e.g. 2)")
+    return int(text)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"fairfl: warning: {message}", file=file or sys.stderr)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,12 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
     if type(None) in options and value is None:
         return None
     for kind in options:
+        if kind is type(None):  # a value that is not None does not match it
+            continue
+        if (typing.get_origin(kind) or kind) is dict:
+            if isinstance(value, dict):
+                return value
+            continue
         if kind is float and isinstance(value, (int, float, str)) and not isinstance(value, bool):
             try:
                 return float(value)
@@ -35,7 +41,7 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
             return value
         if kind not in (float, int, bool, str):
             return value  # containers and nested types are checked by their owners
-    names = " or ".join(getattr(k, "__name__", str(k)) for k in options)
+    names = " or ".join("null" if k is type(None) else getattr(k, "__name__", str(k)) for k in options)
     raise ValueError(f"{where} = {value!r} has the wrong type: expected {names}")
 
 

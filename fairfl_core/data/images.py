@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import pickle
 import struct
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,12 +40,18 @@ EMNIST_CLASSES = {"byclass": 62, "bymerge": 47, "balanced": 47, "letters": 26, "
 _IDX_DTYPES = {0x08: "u1", 0x09: "i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 _GZIP_MAGIC = b"\x1f\x8b"
 _DOWNLOAD_ERRORS = (OSError, RuntimeError, ImportError)  # no network, broken torchvision, absent torchvision
+_GET_AGAIN = "delete it and download it again (the loader's download=True, or the README's data table)"
 
 
 # -- readers ----------------------------------------------------------------------------------------------
 def _read_bytes(path: Path) -> bytes:
     raw = Path(path).read_bytes()
-    return gzip.decompress(raw) if raw[:2] == _GZIP_MAGIC else raw
+    if raw[:2] != _GZIP_MAGIC:
+        return raw
+    try:
+        return gzip.decompress(raw)
+    except (EOFError, OSError, zlib.error) as exc:  # truncated or damaged gzip stream
+        raise ValueError(f"{path}: the gzip file is truncated or corrupt ({exc}); {_GET_AGAIN}") from None
 
 
 def read_idx(path: str | Path) -> np.ndarray:
@@ -53,16 +60,19 @@ def read_idx(path: str | Path) -> np.ndarray:
     raw = _read_bytes(Path(path))
     if len(raw) < 4 or raw[:2] != b"\x00\x00" or raw[2] not in _IDX_DTYPES:
         raise ValueError(
-            f"{path}: not an IDX file (magic bytes {raw[:4].hex()}; expected 0000 <type> <ndim>)"
+            f"{path}: not an IDX file (magic bytes {raw[:4].hex()}; expected 0000 <type> <ndim>); "
+            + _GET_AGAIN
         )
     ndim, dtype = raw[3], np.dtype(_IDX_DTYPES[raw[2]])
     header = 4 + 4 * ndim
+    if len(raw) < header:
+        raise ValueError(f"{path}: the IDX header is cut short ({len(raw)} of {header} bytes); {_GET_AGAIN}")
     shape = struct.unpack(f">{ndim}I", raw[4:header])
     count = int(np.prod(shape, dtype=np.int64))
     if len(raw) != header + count * dtype.itemsize:
         raise ValueError(
             f"{path}: IDX header declares shape {shape} ({count * dtype.itemsize} data bytes) but the file "
-            f"holds {len(raw) - header}; the file is truncated or corrupt: download it again"
+            f"holds {len(raw) - header}; the file is truncated or corrupt: {_GET_AGAIN}"
         )
     data = np.frombuffer(raw, dtype=dtype, count=count, offset=header).reshape(shape)
     return data.astype(dtype.newbyteorder("="), copy=True)
@@ -73,19 +83,52 @@ def read_cifar_batch(path: str | Path, label_key: str = "labels") -> tuple[np.nd
     values, each a row-major 32x32 plane), labels under ``label_key`` (``labels``; CIFAR-100:
     ``fine_labels``). Returns uint8 ``[N, 3, 32, 32]`` and int64 ``[N]``.
 
-    The files are pickles (the official format): only open CIFAR files you trust."""
-    with open(path, "rb") as f:
-        batch = pickle.load(f, encoding="bytes")
+    The files are pickles (the official format), read by :class:`_ArrayUnpickler`: only containers, numbers,
+    strings and numpy arrays are built, so a foreign pickle cannot run code."""
+    fix = (
+        "delete it and extract the CIFAR python archive (https://www.cs.toronto.edu/~kriz/cifar.html) again, "
+        "or load with download=True"
+    )
+    try:
+        with open(path, "rb") as f:
+            batch = _ArrayUnpickler(f, encoding="bytes").load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError) as exc:
+        raise ValueError(f"{path}: not a readable CIFAR pickle ({type(exc).__name__}: {exc}); {fix}") from exc
+    if not isinstance(batch, dict):
+        raise ValueError(f"{path}: holds a {type(batch).__name__}, not a CIFAR batch (a dict); {fix}")
     batch = {k.decode() if isinstance(k, bytes) else k: v for k, v in batch.items()}
     if "data" not in batch or label_key not in batch:
         raise ValueError(
-            f"{path}: not a CIFAR batch (keys {sorted(batch)}; expected 'data' and {label_key!r})"
+            f"{path}: not a CIFAR batch (keys {sorted(map(str, batch))}; expected 'data' and {label_key!r}); "
+            f"{fix}"
         )
     data = np.asarray(batch["data"], dtype=np.uint8)
     labels = np.asarray(batch[label_key], dtype=np.int64)
     if data.ndim != 2 or data.shape[1] != 3 * 32 * 32 or len(data) != len(labels):
-        raise ValueError(f"{path}: data has shape {data.shape} for {len(labels)} labels; expected [N, 3072]")
+        raise ValueError(
+            f"{path}: data has shape {data.shape} for {len(labels)} labels; expected [N, 3072]; {fix}"
+        )
     return data.reshape(-1, 3, 32, 32), labels
+
+
+class _ArrayUnpickler(pickle.Unpickler):
+    """Unpickler that builds numpy arrays and builtin containers only: any other global (a class, a
+    function such as ``os.system``) is refused, so loading cannot run code."""
+
+    ALLOWED = {
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy.core.numeric", "_frombuffer"),
+        ("numpy._core.numeric", "_frombuffer"),
+        ("_codecs", "encode"),  # bytes pickled by Python 3 with protocol < 3
+    }
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"refused to load {module}.{name} (only numpy arrays are allowed)")
+        return super().find_class(module, name)
 
 
 # -- shared construction ----------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ __all__ = ["FEMNIST_CLASSES", "FEMNIST_PREPROCESS", "load_femnist", "read_leaf_j
 FEMNIST_CLASSES = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 FEMNIST_PREPROCESS = "./preprocess.sh -s niid --sf 0.05 -k 100 -t sample"  # LEAF paper_experiments/femnist.sh
 _IMAGE_SIDE = 28
+_REGENERATE = "regenerate it with LEAF's preprocess.sh (https://github.com/TalwalkarLab/leaf, data/<dataset>)"
 
 
 def _default_root(root: str | os.PathLike | None = None) -> Path:
@@ -67,26 +68,40 @@ def read_leaf_json(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> di
     user_data: dict[str, dict] = {}
     hierarchies: list | None = []
     for f in _json_files(paths):
-        with open(f) as fh:
-            data = json.load(fh)
+        try:
+            with open(f, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+            raise ValueError(
+                f"{f}: not valid JSON ({exc}); the file is cut short or corrupt: {_REGENERATE}"
+            ) from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{f}: holds a {type(data).__name__}, not a LEAF JSON object; {_REGENERATE}")
         for key in ("users", "user_data"):
             if key not in data:
                 raise ValueError(
-                    f"{f}: missing key {key!r}; a LEAF JSON file has 'users', 'num_samples', 'user_data'"
+                    f"{f}: missing key {key!r}; a LEAF JSON file has 'users', 'num_samples', 'user_data': "
+                    f"{_REGENERATE}"
                 )
+        if not isinstance(data["users"], list) or not isinstance(data["user_data"], dict):
+            raise ValueError(f"{f}: 'users' must be a list and 'user_data' an object; {_REGENERATE}")
         for u in data["users"]:
+            if not isinstance(u, str):
+                raise ValueError(f"{f}: user name {u!r} is not a string; {_REGENERATE}")
             if u in user_data:
                 raise ValueError(
                     f"{f}: user {u!r} already read from an earlier file; pass each split's files once"
                 )
             d = data["user_data"].get(u)
-            if d is None or "x" not in d or "y" not in d:
+            if not (isinstance(d, dict) and isinstance(d.get("x"), list) and isinstance(d.get("y"), list)):
                 raise ValueError(
-                    f"{f}: user {u!r} has no user_data entry with 'x' and 'y'; the file is incomplete"
+                    f"{f}: user {u!r} has no user_data entry with 'x' and 'y' lists; the file is incomplete: "
+                    f"{_REGENERATE}"
                 )
             if len(d["x"]) != len(d["y"]):
                 raise ValueError(
-                    f"{f}: user {u!r} has {len(d['x'])} x but {len(d['y'])} y; the file is corrupt"
+                    f"{f}: user {u!r} has {len(d['x'])} x but {len(d['y'])} y; the file is corrupt: "
+                    f"{_REGENERATE}"
                 )
             users.append(u)
             user_data[u] = d

@@ -32,6 +32,7 @@ __all__ = [
 ]
 
 Indices = list[np.ndarray]
+MIN_SHARD_SIZE = 5  # samples per shard (see `shards`)
 
 
 def _labels(labels) -> np.ndarray:
@@ -72,7 +73,11 @@ def shards(
     """McMahan et al. (2017) / FedFV / FedEBA+ §4.1 shards: sort by label (stable), cut into ``num_shards``
     equal shards (default ``num_clients * shards_per_client``; the ``N mod num_shards`` samples at the end
     of the sorted order are left out), give each client ``shards_per_client`` shards drawn uniformly
-    without replacement. FMNIST: 200 shards of 300, 2 per client -> 600 samples from <= 2 classes."""
+    without replacement. FMNIST: 200 shards of 300, 2 per client -> 600 samples from <= 2 classes.
+
+    A shard must hold at least ``MIN_SHARD_SIZE`` samples: a shard is a run of one class in the sorted order,
+    and shards of one or two images (e.g. 100 clients x 500 shards of FMNIST's 60,000) turn the label-skewed
+    partition into a draw of single images, i.e. an iid split under another name."""
     labels = _labels(labels)
     if shards_per_client < 1:
         raise ValueError(f"shards_per_client={shards_per_client} must be >= 1")
@@ -88,6 +93,19 @@ def shards(
         raise ValueError(
             f"num_shards={num_shards} (num_clients * shards_per_client) exceeds the {len(labels)} samples: "
             "lower num_clients or shards_per_client"
+        )
+    if len(labels) // num_shards < MIN_SHARD_SIZE:
+        most = len(labels) // MIN_SHARD_SIZE
+        if num_shards > needed:
+            fix = f"partition_options.num_shards <= {most}"
+        elif most >= num_clients:
+            fix = f"partition_options.shards_per_client <= {most // num_clients} for {num_clients} clients"
+        else:
+            fix = f"num_clients <= {most // shards_per_client}"
+        raise ValueError(
+            f"shards_per_client={shards_per_client} x num_clients={num_clients} (num_shards={num_shards}) "
+            f"cuts the {len(labels)} training samples into shards of {len(labels) // num_shards}, fewer "
+            f"than {MIN_SHARD_SIZE}: use {fix}, or partition iid / dirichlet"
         )
     size = len(labels) // num_shards
     order = np.argsort(labels, kind="stable")

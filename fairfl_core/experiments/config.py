@@ -92,9 +92,11 @@ class ExperimentConfig:
     def validate(self) -> ExperimentConfig:
         """Check ranges and names; raise ``ValueError`` naming the field and the allowed values."""
         from fairfl_core.algorithms.base import algorithm_class
+        from fairfl_core.experiments.runner import parse_device
         from fairfl_core.models import MODELS
         from fairfl_core.sim.client_map import CLIENT_AXES
 
+        _require(self.seed >= 0, "seed", self.seed, "a non-negative integer")
         t = self.train
         _require(t.rounds > 0, "train.rounds", t.rounds, "a positive integer")
         _require(
@@ -115,6 +117,7 @@ class ExperimentConfig:
             v = getattr(t, key)
             _require(v is None or v > 0, f"train.{key}", v, "a positive integer or null")
         _require(self.eval.every > 0, "eval.every", self.eval.every, "a positive integer")
+        _require(self.eval.batch > 0, "eval.batch", self.eval.batch, "a positive integer")
         _require(self.checkpoint_every > 0, "checkpoint_every", self.checkpoint_every, "a positive integer")
         _require(
             self.engine.kind in ("batched", "sequential"),
@@ -134,6 +137,13 @@ class ExperimentConfig:
             self.engine.client_axis,
             f"one of {CLIENT_AXES}",
         )
+        for key in ("chunk_size", "threads"):
+            v = getattr(self.engine, key)
+            _require(v is None or v > 0, f"engine.{key}", v, "a positive integer or null")
+        try:
+            parse_device(self.engine.device)
+        except ValueError:
+            _require(False, "engine.device", self.engine.device, "'auto', 'cpu', 'cuda' or 'cuda:N'")
         _require(self.model.name in MODELS, "model.name", self.model.name, f"one of {sorted(MODELS)}")
         algorithm_class(self.algorithm.name)
         return self
@@ -148,7 +158,12 @@ def _from_dict(cls, d: dict[str, Any], path: str):
     if not isinstance(d, dict):
         raise ValueError(f"config section {path or '<root>'} must be a mapping, got {type(d).__name__}")
     if cls is DataSpec:
-        return DataSpec.from_dict(d)
+        if "name" not in d:
+            return DataSpec.from_dict(d)  # names the missing key
+        # names and types checked as in the other sections; strings such as "1e-2" become numbers, other
+        # values are kept as given (an int in a float field keeps the config hash of existing runs)
+        typed = build_dataclass(DataSpec, d, "config section 'data'")
+        return DataSpec.from_dict({k: getattr(typed, k) if isinstance(v, str) else v for k, v in d.items()})
     nested = {
         name: _from_dict(_SECTIONS[(cls, name)], value, f"{path}.{name}" if path else name)
         for name, value in d.items()
@@ -173,29 +188,59 @@ def apply_overrides(d: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """Apply ``key.sub=value`` overrides (values parsed as YAML) to a nested dict, returning a copy."""
     out = json.loads(json.dumps(d))
     for item in overrides:
-        if "=" not in item:
+        key, eq, raw = item.partition("=")
+        parts = key.strip().split(".")
+        if not eq or not all(parts):
             raise ValueError(
                 f"override {item!r} must look like section.field=value (e.g. algorithm.params.q=0.5)"
             )
-        key, raw = item.split("=", 1)
         node = out
-        parts = key.strip().split(".")
         for part in parts[:-1]:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
                 raise ValueError(f"override {item!r}: {part!r} is not a section")
-        node[parts[-1]] = yaml.safe_load(raw)
+        try:
+            node[parts[-1]] = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise ValueError(
+                f"override {item!r}: the value is not valid YAML ({_yaml_problem(exc)}); quote a string "
+                f"value, e.g. {key}='{raw}'"
+            ) from None
     return out
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line: what the YAML parser found and where (line and column, counted from 1)."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return where + (getattr(exc, "problem", None) or str(exc).splitlines()[0])
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
     """Read a YAML/JSON config file into a dict (a run config, or a sweep config with a ``sweep`` key)."""
     path = Path(path)
+    examples = "examples: fairfl_core/experiments/configs/"
     if not path.exists():
-        raise FileNotFoundError(
-            f"config file {path} does not exist (examples: fairfl_core/experiments/configs/)"
+        raise FileNotFoundError(f"config file {path} does not exist ({examples})")
+    if not path.is_file():
+        raise ValueError(f"config {path} is not a file: pass a YAML or JSON config file ({examples})")
+    try:
+        d = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(
+            f"config file {path} is not UTF-8 text: pass a YAML or JSON file ({examples})"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise ValueError(
+            f"config file {path} is not valid YAML/JSON ({_yaml_problem(exc)}): fix it there ({examples})"
+        ) from None
+    if d is None:
+        raise ValueError(f"config file {path} is empty: write the config's sections into it ({examples})")
+    if not isinstance(d, dict):
+        raise ValueError(
+            f"config file {path} is a YAML {type(d).__name__}, not a mapping of sections (data:, model:, "
+            f"algorithm:, train:, ...) ({examples})"
         )
-    d = yaml.safe_load(path.read_text()) or {}
     return apply_overrides(d, overrides or [])
 
 

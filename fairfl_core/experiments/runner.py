@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -25,13 +26,21 @@ from fairfl_core.algorithms.base import build_algorithm
 from fairfl_core.data.build import DataSpec, make_federated
 from fairfl_core.data.federated import FederatedDataset
 from fairfl_core.experiments.config import ExperimentConfig, config_hash
-from fairfl_core.experiments.store import RunStore, client_accuracy_key
+from fairfl_core.experiments.store import RecoveryWarning, RunStore, client_accuracy_key, writable_results_dir
 from fairfl_core.models import build_model
 from fairfl_core.provenance import provenance
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
 
-__all__ = ["RunResult", "evaluate", "federated_data", "resolve_device", "run_data", "run_experiment"]
+__all__ = [
+    "RunResult",
+    "evaluate",
+    "federated_data",
+    "parse_device",
+    "resolve_device",
+    "run_data",
+    "run_experiment",
+]
 
 
 @dataclass
@@ -44,12 +53,35 @@ class RunResult:
         return self.summary["status"]
 
 
-def resolve_device(name: str) -> torch.device:
+def parse_device(name: str) -> torch.device | None:
+    """``name`` as a torch device, None for ``auto``; ``ValueError`` naming the valid forms for anything
+    else. Does not look at the hardware (see :func:`resolve_device`)."""
     if name == "auto":
+        return None
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError):
+        device = None
+    if device is None or device.type not in ("cpu", "cuda"):
+        raise ValueError(
+            f"device {name!r} is not one fairfl runs on: use 'auto', 'cpu', 'cuda' or 'cuda:N' "
+            "(--device, engine.device, device=)"
+        )
+    return device
+
+
+def resolve_device(name: str) -> torch.device:
+    """The device ``name`` denotes on this machine (``auto``: CUDA when available, else the CPU)."""
+    device = parse_device(name)
+    if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"engine.device={name!r} but CUDA is not available here; use 'cpu' or 'auto'")
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise ValueError(
+            f"device {name!r}: this machine has {torch.cuda.device_count()} CUDA device(s); use 'cuda:0' "
+            "up to the last one, or 'auto'"
+        )
     return device
 
 
@@ -142,6 +174,21 @@ def _summary(rec: dict[str, Any], groups: np.ndarray) -> dict[str, Any]:
     return out
 
 
+def _resumable(store: RunStore, algo, start: int, cfg: ExperimentConfig) -> bool:
+    """Whether a run continues from the checkpoint of round ``start``: its records hold every round and
+    evaluation up to ``start``, and the run had not diverged there (finite parameters and losses)."""
+    rounds = [r["round"] for r in store.records("rounds") if r["round"] <= start]
+    evals = [r for r in store.records("evals") if r["round"] <= start]
+    every = cfg.eval.every
+    due = {0, *range(every, start + 1, every)} | ({start} if start == cfg.train.rounds else set())
+    return (
+        rounds == list(range(1, start + 1))
+        and due <= {r["round"] for r in evals}
+        and np.isfinite(evals[-1]["client_loss"]).all()
+        and bool(torch.isfinite(algo.eval_params()).all())
+    )
+
+
 def run_experiment(
     cfg: ExperimentConfig,
     results_dir: str | Path = "results",
@@ -151,10 +198,11 @@ def run_experiment(
     device: str | None = None,
 ) -> RunResult:
     cfg.validate()
-    store = RunStore(Path(results_dir) / config_hash(cfg))
+    parse_device(device or cfg.engine.device)
+    store = RunStore(writable_results_dir(results_dir) / config_hash(cfg))
+    store.open(cfg.to_dict())
     if resume and store.is_done():
         return RunResult(store.path, store.summary())
-    store.open(cfg.to_dict())
     if cfg.engine.threads:
         torch.set_num_threads(cfg.engine.threads)
     dev = resolve_device(device or cfg.engine.device)
@@ -180,18 +228,34 @@ def run_experiment(
     algo = build_algorithm(cfg.algorithm.name, sim, cfg.algorithm.params)
 
     start, status, diverged_at = 0, "complete", None
-    ck = store.load_checkpoint(dev) if resume else None
-    if ck is not None:
-        start, state = ck
+    refused = []
+
+    def continues(round_: int, state: dict[str, Any]) -> bool:
         algo.load_state_dict(state)
+        if _resumable(store, algo, round_, cfg):
+            return True
+        refused.append(round_)
+        warnings.warn(
+            f"{store.path}: the checkpoint of round {round_} cannot be continued (records before it are "
+            "missing, or the run had diverged there)",
+            RecoveryWarning,
+            stacklevel=3,
+        )
+        return False
+
+    ck = store.load_checkpoint(dev, continues) if resume else None
+    if ck is not None:
+        start = ck[0]  # ``continues`` loaded its state
         store.truncate(start)
     else:
+        if refused:  # a refused state was loaded into algo: start from a fresh one
+            warnings.warn(f"{store.path}: recomputing the run from round 0", RecoveryWarning, stacklevel=2)
+            algo = build_algorithm(cfg.algorithm.name, sim, cfg.algorithm.params)
         store.truncate(-1)
         store.append("evals", {**evaluate(algo, sim, 0), "wall_time": 0.0})
 
     rounds, every = cfg.train.rounds, cfg.eval.every
     t0 = time.perf_counter()
-    train_time = 0.0
     bar = tqdm(
         range(start, rounds),
         initial=start,
@@ -208,7 +272,6 @@ def run_experiment(
         if not bool(torch.isfinite(algo.eval_params()).all()):
             status, diverged_at = "diverged", t + 1
         elapsed = time.perf_counter() - tick
-        train_time += elapsed
         store.append(
             "rounds",
             {"round": t + 1, "selected": out.selected, "diagnostics": out.diagnostics, "seconds": elapsed},
@@ -239,7 +302,7 @@ def run_experiment(
         "seed": cfg.seed,
         "rounds": final["round"],
         "hash": store.path.name,
-        "seconds_per_round": train_time / max(rounds - start, 1),
+        "seconds_per_round": float(np.mean([r["seconds"] for r in store.records("rounds")] or [0.0])),
         "device": str(dev),
         "provenance": provenance(),
         **_summary(final, sim.groups),

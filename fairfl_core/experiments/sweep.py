@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from fairfl_core.experiments.config import ExperimentConfig, apply_overrides, config_hash
-from fairfl_core.experiments.runner import RunResult, run_experiment
+from fairfl_core.experiments.runner import RunResult, parse_device, run_experiment
+from fairfl_core.experiments.store import writable_results_dir
 
 __all__ = ["EXECUTORS", "SweepOutcome", "expand_sweep", "run_sweep"]
 
@@ -58,6 +59,8 @@ def expand_sweep(d: dict[str, Any]) -> list[ExperimentConfig]:
     """All run configs of a sweep config (a config without ``sweep`` is one run)."""
     d = json.loads(json.dumps(d))
     sweep = d.pop("sweep", {}) or {}
+    if not isinstance(sweep, dict):
+        raise ValueError(f"sweep must be a mapping (algorithms, seeds, grid), not a {type(sweep).__name__}")
     unknown = sorted(set(sweep) - {"algorithms", "seeds", "grid"})
     if unknown:
         raise ValueError(f"unknown sweep field(s) {unknown}; valid: ['algorithms', 'grid', 'seeds']")
@@ -65,6 +68,7 @@ def expand_sweep(d: dict[str, Any]) -> list[ExperimentConfig]:
     algorithms = sweep.get("algorithms") or [d.get("algorithm", {"name": "fedavg"})]
     seeds = sweep.get("seeds") or [d.get("seed", 0)]
     grid = sweep.get("grid") or {}
+    _check_sweep(algorithms, seeds, grid, named)
     keys = list(grid)
     configs = []
     for alg, seed, values in itertools.product(algorithms, seeds, itertools.product(*grid.values())):
@@ -77,6 +81,33 @@ def expand_sweep(d: dict[str, Any]) -> list[ExperimentConfig]:
             one["name"] = alg.get("label", alg["name"])
         configs.append(ExperimentConfig.from_dict(one).validate())
     return configs
+
+
+def _check_sweep(algorithms, seeds, grid, named: bool) -> None:
+    """``ValueError`` naming the sweep field whose shape is wrong, with an example of the right one."""
+    if not isinstance(algorithms, list):
+        raise ValueError(f"sweep.algorithms = {algorithms!r} must be a list, e.g. [fedavg, fedprox]")
+    keys = {"name", "params", "label", "overrides"}
+    for i, a in enumerate(algorithms):
+        if not isinstance(a, str) and not (
+            isinstance(a, dict)
+            and set(a) <= keys
+            and isinstance(a.get("name"), str)
+            and isinstance(a.get("params", {}), dict)
+            and isinstance(a.get("overrides", []), list)
+        ):
+            field = f"sweep.algorithms[{i}]" if named else "algorithm"
+            raise ValueError(
+                f"{field} = {a!r} must be an algorithm name or a "
+                f"mapping with keys {sorted(keys)} (name required, params a mapping, overrides a list), e.g. "
+                "{name: qffl, params: {q: 1}}"
+            )
+    if not isinstance(seeds, list):
+        raise ValueError(f"sweep.seeds = {seeds!r} must be a list of seeds, e.g. [0, 1, 2]")
+    if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
+        raise ValueError(
+            f"sweep.grid = {grid!r} must map dotted fields to non-empty lists, e.g. {{train.lr: [0.05, 0.1]}}"
+        )
 
 
 def _run_one(cfg: ExperimentConfig, results_dir: str, progress: bool, device: str | None) -> SweepOutcome:
@@ -128,4 +159,9 @@ def run_sweep(
 ) -> list[SweepOutcome]:
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {sorted(EXECUTORS)}, got {executor!r}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers={workers!r} must be a positive number of processes (None: half the cores)")
+    if device is not None:
+        parse_device(device)
+    writable_results_dir(results_dir)  # checked once, before any run starts
     return EXECUTORS[executor](list(configs), str(results_dir), progress, device, workers)

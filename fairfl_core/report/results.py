@@ -76,7 +76,9 @@ def load_runs(results_dir: str | Path, configs: Iterable[ExperimentConfig] | Non
     """
     results_dir = Path(results_dir)
     if configs is None:
-        paths = [(f.parent, None) for f in sorted(results_dir.glob("*/summary.json"))]
+        # a corrupt summary.json is left out with a warning naming it (running the experiment recomputes it)
+        found = sorted(results_dir.glob("*/summary.json"))
+        paths = [(f.parent, None) for f in found if RunStore(f.parent).summary() is not None]
         if not paths:
             raise FileNotFoundError(
                 f"no finished runs under {results_dir} (each run writes <hash>/summary.json)"
