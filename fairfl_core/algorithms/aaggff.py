@@ -20,6 +20,10 @@ code's normal branch computes ½(erfc((u − 1)/√2) + 1) = 1.5 − Φ(u − 1)
 1 − e^{−u²}, ``exponential`` 1 − e^{−u}, ``frechet`` e^{−1/u}, ``gumbel`` e^{−e^{−(u−1)}}, ``logistic``
 1/(1 + e^{−(u−1)}). The cross-silo variant AAggFF-S (Online Newton Step, used by the code when C = 1) is not
 implemented: this update runs for every C.
+
+Faults (``sim/faults.py``): S_t is the set of clients that report (a dropped client's loss never arrives);
+the doubly-robust estimate divides by the observed participation fraction |S_t|/m instead of C (the
+probability of observing a response, lowered by the faults); the responses and the FTRL step keep C.
 """
 
 from __future__ import annotations
@@ -106,7 +110,8 @@ class AAggFF(FedAvg):
         """The next decision p from the losses of the received model (computed before local training)."""
         losses = self.sim.engine.losses(self.w, clients, "train")[0]
         responses = aaggff_responses(losses, self.frac, self.hp.cdf)
-        cum_grad = self.state["cum_grad"] + aaggff_gradient(self.state["mix"], responses, clients, self.frac)
+        observed = len(clients) / self.sim.num_clients  # = C without faults
+        cum_grad = self.state["cum_grad"] + aaggff_gradient(self.state["mix"], responses, clients, observed)
         return {"losses": losses, "cum_grad": cum_grad, "mix": aaggff_decision(cum_grad, t, self.frac)}
 
     def weights(self, t: int, clients: np.ndarray, reports: dict[str, Any]) -> torch.Tensor:

@@ -17,6 +17,12 @@ Then, with γ_w = η_t (the round's client learning rate, fair_flearn's ``--lear
 λ starts uniform. γ_λ = 0.01 is FLGo's default and fair_flearn's Fashion-MNIST value (fair_flearn#15;
 there γ_w = 0.001 is set through ``train.lr``); FedEBA+ tunes γ_λ ∈ {0.1, 0.5, 0.7}, GIFAIR-FL
 γ_λ ∈ {0.001, 0.01, 0.1}.
+
+Faults (``sim/faults.py``): only the reporting clients R ⊂ [N] enter the round. The model step mixes their
+updates with λ renormalised over R, w ← w + Σ_{k∈R} (λ_k / Σ_{j∈R} λ_j)(w_k − w) (no step when every λ_k,
+k ∈ R, is 0, as the full-participation step then makes none); the dual step uses the unbiased estimate of
+the loss vector from R, F̂_k = (N/|R|) F_k for k ∈ R and 0 otherwise, as Stochastic-AFL estimates F from
+sampled clients (Mohri et al. §4): λ ← Proj_Δ(λ + γ_λ F̂). With R = [N] both are the steps above.
 """
 
 from __future__ import annotations
@@ -90,7 +96,10 @@ class AFL(FedAvg):
         return {"losses": self.sim.engine.losses(self.w, clients, "train")[0]}
 
     def weights(self, t: int, clients: np.ndarray, reports: dict[str, Any]) -> torch.Tensor:
-        return self.state["lam"][clients]
+        lam = self.state["lam"][clients]
+        if len(clients) == self.sim.num_clients or not lam.sum() > 0:  # λ_R = 0: no step, as without faults
+            return lam
+        return lam / lam.sum()  # λ renormalised over the reporting clients
 
     def aggregate(
         self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]
@@ -98,7 +107,9 @@ class AFL(FedAvg):
         return self.w + self.weights(t, clients, reports) @ (result.params - self.w)
 
     def after_round(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> None:
-        self.state["lam"] = afl_lambda_step(self.state["lam"], reports["losses"], self.hp.lr_lambda)
+        losses = reports["losses"].new_zeros(self.sim.num_clients)
+        losses[clients] = reports["losses"] * (self.sim.num_clients / len(clients))  # F̂: unbiased from R
+        self.state["lam"] = afl_lambda_step(self.state["lam"], losses, self.hp.lr_lambda)
         c = self.state["avg_count"]
         self.state["w_avg"] = (c * self.state["w_avg"] + self.w) / (c + 1)
         self.state["avg_count"] = c + 1

@@ -9,6 +9,11 @@ minibatches** as its global local steps (paper Alg. 1, personal objective F_k(v)
 
 Client k is evaluated with v_k. Default λ = 0.5 (in both FedEBA+ Table 6's grid {0, 0.5} and GIFAIR-FL's
 {0.01, …, 5}). λ = 0 is purely local training; large λ keeps v_k near w^t (keep η λ < 2 for stability).
+
+Faults (``sim/faults.py``): the global model averages the survivors as FedAvg does; a dropped client's round
+is lost with it, so only survivors' v_k are replaced. Personal steps run on the same minibatches as the
+global ones (every selected client trains, then the survivors' rows are kept), and a straggler's personal
+steps stop where its global steps stop.
 """
 
 from __future__ import annotations
@@ -50,10 +55,11 @@ class Ditto(FedAvg):
         """Personal steps of the selected clients: same round seed → the same minibatches as the global
         steps; the proximal reference is the received (round-start) global model."""
         spec = self.sim.local_spec(t, prox_mu=self.hp.lam, prox_ref=self.w)
+        selected, seed = self.faults.selected, self.sim.seed_for(t, "batches")
         personal = self.sim.engine.train(
-            clients, self.state["personal"][clients], spec, self.sim.seed_for(t, "batches")
+            selected, self.state["personal"][selected], spec, seed, self.faults.train_work
         )
-        return {"personal": personal}
+        return {"personal": self.faults.kept(personal)}  # the survivors' rows
 
     def after_round(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict) -> None:
         """Store the new v_k (out of place: saved states stay put)."""

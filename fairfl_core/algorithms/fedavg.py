@@ -20,6 +20,16 @@ with every algorithm whose Hyper derives from ``ServerPluginHyper`` (all that de
 
 FedVARP is applied first, momentum to its corrected Δ_t. With both off (the defaults) ``server_step``
 returns the aggregated model itself: every algorithm runs exactly as without the plug-ins.
+
+Faults (``faults`` config, ``sim/faults.py``): ``round`` draws which selected clients fail right after
+``select``; ``local_spec`` still sees every selected client (what the server sends before training), and
+every hook after training sees only the clients whose upload arrives and their results (a straggler's is
+its truncated local model). FedAvg therefore renormalises p_k ∝ n_k (or 1/|S|) over the survivors, FedVARP
+corrects with and remembers only the survivors' updates, and the algorithms built on these hooks update
+their per-client server state for survivors only (each module's docstring says how it treats faults). A
+round in which no upload arrives leaves the model and the state unchanged and is recorded
+(``"skipped": true``); the diagnostics of every round with faults enabled carry ``faults``: the kind, the
+failed client ids and how many uploaded.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ import torch
 
 from fairfl_core.algorithms.base import RoundOutput, register
 from fairfl_core.selection import sample_clients
+from fairfl_core.sim.faults import RoundFaults
 from fairfl_core.sim.local import LocalResult, LocalSpec
 
 __all__ = [
@@ -124,6 +135,7 @@ class FedAvg:
 
     def __init__(self, sim, hp):
         self.sim, self.hp = sim, hp
+        self.faults: RoundFaults | None = None  # the fault draw of the round in progress (set by ``round``)
         self.state: dict[str, Any] = {"w": sim.engine.init_params()}
         if self.plugins.server_momentum:
             self.state["server_velocity"] = torch.zeros_like(self.w)
@@ -141,16 +153,23 @@ class FedAvg:
 
     # -- the round ----------------------------------------------------------------------------------------
     def round(self, t: int) -> RoundOutput:
-        clients = self.select(t)
+        selected = self.select(t)
+        faults = self.faults = self.sim.faults(t, selected)
+        if not faults.uploaded.any():  # nothing reaches the server: the model and the state stay as they are
+            return RoundOutput(selected, {"faults": faults.record(), "skipped": True})
         result = self.sim.engine.train(
-            clients, self.w, self.local_spec(t, clients), self.sim.seed_for(t, "batches")
+            selected, self.w, self.local_spec(t, selected), self.sim.seed_for(t, "batches"), faults.train_work
         )
+        clients, result = faults.survivors, faults.kept(result)  # what the server receives
         reports = self.reports(t, clients, result)
         self.state["w"] = self.server_step(
             t, clients, result, reports, self.aggregate(t, clients, result, reports)
         )
         self.after_round(t, clients, result, reports)
-        return RoundOutput(clients, self.diagnostics(t, clients, result, reports))
+        diagnostics = self.diagnostics(t, clients, result, reports)
+        if faults.kind != "none":
+            diagnostics["faults"] = faults.record()
+        return RoundOutput(selected, diagnostics)
 
     # -- hooks ---------------------------------------------------------------------------------------------
     def select(self, t: int) -> np.ndarray:

@@ -38,6 +38,14 @@ The current round's updates are used (Alg. 3 box; A11).
 Per-round diagnostics: ``fair_angle`` (degrees), ``branch`` ("gradient", "model" or "none" when α = 0),
 ``extra_comms`` (cumulative extra exchanges), ``extra_cost`` = extra / (rounds + extra) (Table 3), and
 FedEBA's weight entropy.
+
+Faults (``sim/faults.py``): FedEBA+'s exchanges before local training (the losses L_i for the fair-angle test,
+∇F_i(x_t) for g̃ and Δ̃^a) involve every selected client, since a client drops out only before its upload; the
+EBA weights p (over the post-training losses), Δ_t and Eq. 9's mean of Δ̃^a use the survivors only,
+renormalised over them (``model_align_scale``'s K_i is the scheduled count, fixed before training).
+Prac-FedEBA+ sends its losses with the update, so its fair-angle test, p̃ and p all run over the survivors,
+and K_i is the number of local steps client i completed (a straggler's ⌈f K_i⌉: Eq. 12's mean gradient is over
+the steps taken).
 """
 
 from __future__ import annotations
@@ -230,7 +238,8 @@ class FedEBAPlus(AlignedEBA):
     def reports(self, t: int, clients: np.ndarray, result: LocalResult) -> dict[str, Any]:
         if self._plan.get("round") != t:
             raise RuntimeError(f"FedEBA+ reports for round {t} without that round's local_spec plan")
-        return {**super().reports(t, clients, result), **self._plan}
+        rows = {k: self.faults.kept(v) for k, v in self._plan.items() if k in ("pre_losses", "one_step")}
+        return {**super().reports(t, clients, result), **self._plan, **rows}  # the survivors' rows
 
     def aggregate(
         self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]
@@ -259,7 +268,7 @@ class PracFedEBAPlus(AlignedEBA):
         self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]
     ) -> torch.Tensor:
         p, deltas = reports["agg_weights"], result.params - self.w
-        steps = self.local_steps(t, clients).to(deltas)
+        steps = torch.as_tensor(self.faults.steps_done(self.local_steps(t, clients))).to(deltas)  # completed
         if reports["branch"] == "gradient":
             p_tilde = self.eba(t, clients, reports["pre_losses"])
             step = prac_fair_update(deltas, p, p_tilde, self.hp.alpha, steps)

@@ -9,6 +9,9 @@ finds the min-norm convex combination inside an ε-box around the data weights p
 
 ε = 0 keeps the data weights (FedAvg on normalised updates); ε ≥ 1 is plain MGDA on normalised updates.
 Defaults follow FedEBA+ Table 1/6 (ε = 0.03, η_g = ``server_lr`` = 1, p_k ∝ n_k as in FLGo).
+
+Faults (``sim/faults.py``): the QP runs over the survivors' normalised updates, with the data weights p_k
+renormalised over them.
 """
 
 from __future__ import annotations

@@ -28,6 +28,10 @@ Readings of the ambiguities (spec gifair_fl.md §2.6); the alternatives sit behi
   ``loss_source="local"``: F_k(θ_k), the mean loss on the client's whole training set at its post-training
   model (Algorithm 2 as written); ``"minibatch"``: the mean minibatch loss over the round's local steps (no
   extra pass); ``"global"``: F_k(θ̄) at the new global model (Sec. 3.3, the exact r of the theory).
+
+Faults (``sim/faults.py``): the scales s_k go to every selected client before training; the average and the
+loss cache use the survivors only (a dropped client keeps its cached loss); ``unbiased=True`` scales by
+K/|survivors|.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ client k is evaluated with θ_k (the current global model while k has never been
 With the loss cache of Algorithm 2 (``loss_source="local"``: F_k at the post-training local model) the
 training trajectory is exactly GIFAIR-FL-Global's; only the returned models differ (spec §2.4). The
 exact-r variant ``loss_source="global"`` has no meaning here (the losses must be at θ_k) and is refused.
+
+Faults (``sim/faults.py``): as GIFAIR-FL-Global's; only the survivors' θ_k are replaced.
 """
 
 from __future__ import annotations

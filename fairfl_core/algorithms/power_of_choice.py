@@ -4,6 +4,9 @@ Each round: d candidates drawn without replacement ∝ p_k = n_k / n (``sampling
 F_k(w) on its whole training set at the global model; the m candidates with the highest loss train;
 aggregation is the plain mean 1/m (importance is already in the sampling). d defaults to min(N, 2m)
 (Equitable-FL spec §3.4); the SubTrunc paper's setting (spec §3) is d = N.
+
+Faults (``sim/faults.py``): the candidates report their losses before training; of the m that train, the
+survivors are averaged (1/|survivors|).
 """
 
 from __future__ import annotations

@@ -17,6 +17,10 @@ Stability: on the FedEBA+ Fashion-MNIST workload (2 label shards per client, K =
 faithful update diverges (a large c_i drives its client's next trajectory far off, which makes c_i⁺
 larger still); η_l = 0.05 trains. The references counter it only through their smaller default learning
 rates (NIID-Bench and Flower's niid_bench baseline use 0.01).
+
+Faults (``sim/faults.py``): S is the set of clients whose upload (y_i, Δc_i) arrives: w averages their
+updates (1/|S|), c adds their Δc_i / N and only their c_i change; a dropped client keeps its c_i. A straggler
+computes c_i⁺ with K_i = the ⌈f K_i⌉ steps it completed (option II: the mean gradient over its steps).
 """
 
 from __future__ import annotations
@@ -90,7 +94,8 @@ class Scaffold(FedAvg):
         """The new client controls c_i⁺ (computed here, while ``self.w`` is still the round's start)."""
         spec = self.local_spec(t, clients)
         counts = self.sim.engine.counts("train")[clients]
-        steps = torch.as_tensor(steps_per_client(counts, spec.batch_size, spec.steps, spec.epochs))
+        scheduled = steps_per_client(counts, spec.batch_size, spec.steps, spec.epochs)
+        steps = torch.as_tensor(self.faults.steps_done(scheduled))  # a straggler's completed steps
         c_plus = scaffold_client_controls(
             self.state["c_i"][self._rows(clients)], self.state["c"], self.w, result.params, steps, spec.lr
         )

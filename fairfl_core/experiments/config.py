@@ -13,12 +13,14 @@ import yaml
 
 from fairfl_core.data.build import DataSpec
 from fairfl_core.dataclass_io import build_dataclass
+from fairfl_core.sim.faults import FaultConfig
 
 __all__ = [
     "AlgorithmSpec",
     "EngineConfig",
     "EvalConfig",
     "ExperimentConfig",
+    "FaultConfig",
     "ModelSpec",
     "TrainConfig",
     "apply_overrides",
@@ -80,6 +82,7 @@ class ExperimentConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     engine: EngineConfig = field(default_factory=EngineConfig)
+    faults: FaultConfig = field(default_factory=FaultConfig)  # client failures (sim/faults.py)
     checkpoint_every: int = 100
 
     @classmethod
@@ -181,6 +184,7 @@ _SECTIONS = {
     (ExperimentConfig, "train"): TrainConfig,
     (ExperimentConfig, "eval"): EvalConfig,
     (ExperimentConfig, "engine"): EngineConfig,
+    (ExperimentConfig, "faults"): FaultConfig,
 }
 
 
@@ -258,7 +262,11 @@ _NOT_IDENTITY = {
 
 # Fields added after runs were cached, with the default that gives those runs' numbers: left out of the
 # identity while at that default, so every existing run directory keeps its hash.
-_ADDED_WITH_DEFAULT = {("data", "val_frac"): 0.0, ("data", "label_noise"): 0.0}
+_ADDED_WITH_DEFAULT = {
+    ("data", "val_frac"): 0.0,
+    ("data", "label_noise"): 0.0,
+    ("faults",): asdict(FaultConfig()),
+}
 
 
 def config_hash(cfg: ExperimentConfig) -> str:

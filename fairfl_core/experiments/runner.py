@@ -224,7 +224,7 @@ def run_experiment(
         dtype=dtype,
         client_axis=cfg.engine.client_axis,
     )
-    sim = Simulation(engine, cfg.train, cfg.seed)
+    sim = Simulation(engine, cfg.train, cfg.seed, cfg.faults)
     algo = build_algorithm(cfg.algorithm.name, sim, cfg.algorithm.params)
 
     start, status, diverged_at = 0, "complete", None

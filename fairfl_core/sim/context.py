@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fairfl_core.sim.engine import Engine
+from fairfl_core.sim.faults import FaultConfig, RoundFaults, draw_faults
 from fairfl_core.sim.local import LocalSpec
 
 if TYPE_CHECKING:
@@ -24,8 +25,9 @@ class Simulation:
     so a run resumed from a checkpoint at round t draws exactly what the uninterrupted run drew.
     """
 
-    def __init__(self, engine: Engine, train: TrainConfig, seed: int):
+    def __init__(self, engine: Engine, train: TrainConfig, seed: int, faults: FaultConfig | None = None):
         self.engine, self.train, self.seed = engine, train, int(seed)
+        self.fault_config = faults or FaultConfig()
         self.data = engine.data
         self.num_clients = self.data.num_clients
         self.train_sizes = engine.counts("train").astype(np.float64)
@@ -36,6 +38,10 @@ class Simulation:
 
     def rng(self, t: int, stream: str) -> np.random.Generator:
         return np.random.default_rng(self.seed_for(t, stream))
+
+    def faults(self, t: int, clients: np.ndarray) -> RoundFaults:
+        """Which of round t's selected ``clients`` fail (``sim/faults.py``), from the stream "faults"."""
+        return draw_faults(self.fault_config, self.rng(t, "faults"), clients)
 
     def lr(self, t: int) -> float:
         """Client learning rate of round t (per-round decay, FedEBA+ §4.3: η_t = η · 0.999^t)."""

@@ -29,6 +29,7 @@ from torch.nn import functional as F
 from fairfl_core.data.federated import SPLITS, FederatedDataset
 from fairfl_core.sim.batches import draw_schedule
 from fairfl_core.sim.client_map import client_map, resolve_client_axis
+from fairfl_core.sim.faults import completed_steps, truncate_schedule
 from fairfl_core.sim.local import BatchedTrainer, LocalResult, LocalSpec
 from fairfl_core.sim.mlp_step import dense_relu_layers, mlp_gradient
 from fairfl_core.sim.params import ParamSpace
@@ -95,8 +96,19 @@ class Engine:
         return self._counts[split]
 
     # -- local training ----------------------------------------------------------------------------------
-    def train(self, clients: np.ndarray, start: torch.Tensor, spec: LocalSpec, seed: int) -> LocalResult:
-        """Local training of ``clients`` from ``start`` (``[P]`` shared or ``[K, P]``)."""
+    def train(
+        self,
+        clients: np.ndarray,
+        start: torch.Tensor,
+        spec: LocalSpec,
+        seed: int,
+        work: np.ndarray | None = None,
+    ) -> LocalResult:
+        """Local training of ``clients`` from ``start`` (``[P]`` shared or ``[K, P]``).
+
+        ``work`` ``[K]``: the fraction f_k of its scheduled steps each client completes (stragglers,
+        ``sim/faults.py``): only its first ⌈f_k K_k⌉ minibatches of the same schedule; None = all.
+        """
         clients = np.asarray(clients)
         index, _ = self._padded["train"]
         schedule = draw_schedule(
@@ -108,6 +120,8 @@ class Engine:
             seed=seed,
             dtype=self.dtype,
         )
+        if work is not None:
+            schedule = truncate_schedule(schedule, completed_steps(schedule.active.sum(axis=1), work))
         return self.trainer.train(start, spec, schedule)
 
     # -- forward passes ----------------------------------------------------------------------------------

@@ -13,15 +13,18 @@ from fairfl_core.experiments.config import TrainConfig
 from fairfl_core.models import build_model
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
+from fairfl_core.sim.faults import FaultConfig
 from tests.conftest import tiny_federated, tiny_model
 
 
-def tiny_sim(kind: str = "batched", dtype=torch.float64, seed: int = 0, **train) -> Simulation:
+def tiny_sim(
+    kind: str = "batched", dtype=torch.float64, seed: int = 0, faults: FaultConfig | None = None, **train
+) -> Simulation:
     """6 unequal clients of 4×4 images, a 2-layer MLP: fast, exact (float64) checks."""
     settings = dict(rounds=3, clients_per_round=3, batch_size=4, lr=0.2, local_steps=3)
     settings.update(train)
     return Simulation(
-        Engine(tiny_model(), tiny_federated(), kind=kind, dtype=dtype), TrainConfig(**settings), seed
+        Engine(tiny_model(), tiny_federated(), kind=kind, dtype=dtype), TrainConfig(**settings), seed, faults
     )
 
 

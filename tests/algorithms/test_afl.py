@@ -4,6 +4,7 @@ import torch
 
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.algorithms.afl import afl_lambda_step, project_simplex
+from fairfl_core.sim.faults import FaultConfig
 from tests.algorithms.conftest import run_rounds, tiny_sim
 
 D = torch.float64
@@ -100,3 +101,19 @@ def test_lambda_moves_to_the_worst_client():
 def test_bad_hyperparameters_name_the_field(params, field):
     with pytest.raises(ValueError, match=field):
         build_algorithm("afl", tiny_sim(), params)
+
+
+def test_with_dropouts_lambda_is_renormalised_and_the_losses_estimated_from_the_reporting_clients():
+    # 3 of 6 report: w1 = w0 − η Σ_{k∈R} (λ_k / Σ_R λ) ∇F_k(w0); λ = Proj(λ + γ_λ F̂), F̂ = (6/3) F on R,
+    # 0 off R
+    sim = tiny_sim(lr=0.3, faults=FaultConfig(rate=0.5))
+    algo = build_algorithm("afl", sim, {"client_step": "gradient", "lr_lambda": 0.5})
+    w0 = algo.w.clone()
+    out = algo.round(0)
+    reporting = out.selected[~algo.faults.failed]
+    assert len(reporting) == 3 and out.diagnostics["faults"]["uploaded"] == 3
+    assert (algo.w - (w0 - 0.3 * sim.engine.gradients(w0, reporting).mean(0))).abs().max() < 1e-12
+    estimate = torch.zeros(6, dtype=D)
+    estimate[reporting] = 2.0 * sim.engine.losses(w0, reporting, "train")[0]
+    expected_lam = project_simplex(torch.full((6,), 1 / 6, dtype=D) + 0.5 * estimate)
+    assert torch.allclose(algo.state["lam"], expected_lam, atol=1e-14)

@@ -1,8 +1,9 @@
 """Contracts every registered algorithm keeps (new algorithms are covered automatically).
 
 * the batched engine and the sequential reference give the same run (selected clients, every state
-  tensor), with local work in steps and in epochs (unequal step counts across clients);
-* resuming from a saved ``state_dict`` continues exactly as the uninterrupted run;
+  tensor), with local work in steps and in epochs (unequal step counts across clients), also when 30% of
+  each round's clients drop out or straggle (``sim/faults.py``);
+* resuming from a saved ``state_dict`` continues exactly as the uninterrupted run, with and without faults;
 * a short run on real data (scikit-learn digits) improves the evaluated model.
 """
 
@@ -13,6 +14,7 @@ import pytest
 import torch
 
 from fairfl_core.algorithms import ALGORITHMS, build_algorithm
+from fairfl_core.sim.faults import FaultConfig
 from tests.algorithms.conftest import run_rounds, short_run, tiny_sim
 
 # Non-default hyperparameters that make the tiny float64 runs exercise each method's own mechanism.
@@ -59,6 +61,13 @@ REAL = {
 }
 CASES = [(name, params) for name in sorted(ALGORITHMS) for params in EXACT.get(name, [{}])]
 WORK = {"steps": {}, "epochs": {"local_steps": None, "local_epochs": 1}}
+FAULTS = {
+    "none": None,
+    "dropout": FaultConfig(rate=0.3, kind="dropout"),
+    "straggler": FaultConfig(rate=0.3, kind="straggler", straggler_work=0.5),
+}
+# (local work, faults) of the batched-vs-sequential runs: stragglers in epoch mode truncate unequal schedules
+SETTINGS = [("steps", "none"), ("epochs", "none"), ("steps", "dropout"), ("epochs", "straggler")]
 
 
 def _state_tensors(algo) -> dict[str, torch.Tensor]:
@@ -69,29 +78,32 @@ def _state_tensors(algo) -> dict[str, torch.Tensor]:
     }
 
 
-@pytest.mark.parametrize("work", sorted(WORK))
+@pytest.mark.parametrize("work,faults", SETTINGS, ids=[f"{w}-{f}" for w, f in SETTINGS])
 @pytest.mark.parametrize("name,params", CASES, ids=[f"{n}{i}" for i, (n, _) in enumerate(CASES)])
-def test_batched_and_sequential_runs_agree(name, params, work):
+def test_batched_and_sequential_runs_agree(name, params, work, faults):
     runs = {}
     for kind in ("batched", "sequential"):
-        algo = build_algorithm(name, tiny_sim(kind=kind, **WORK[work]), params)
-        selected = [o.selected.tolist() for o in run_rounds(algo, 3)]
+        algo = build_algorithm(name, tiny_sim(kind=kind, faults=FAULTS[faults], **WORK[work]), params)
+        outs = run_rounds(algo, 3)
+        selected = [(o.selected.tolist(), o.diagnostics.get("faults")) for o in outs]
         runs[kind] = (selected, algo.eval_params(), _state_tensors(algo))
     (sel_b, w_b, state_b), (sel_s, w_s, state_s) = runs["batched"], runs["sequential"]
     assert sel_b == sel_s
+    assert faults == "none" or all(f["failed"] for _, f in sel_b)  # 30% of 3 or 6 clients: 1 or 2 fail
     assert (w_b - w_s).abs().max() < 1e-8
     for key in state_b:
         assert torch.allclose(state_b[key].double(), state_s[key].double(), rtol=1e-7, atol=1e-8), key
 
 
+@pytest.mark.parametrize("faults", ["none", "dropout"])  # the fault draw is counter-based like the rest
 @pytest.mark.parametrize("name,params", CASES, ids=[f"{n}{i}" for i, (n, _) in enumerate(CASES)])
-def test_resume_from_saved_state_continues_exactly(name, params):
-    full = build_algorithm(name, tiny_sim(), params)
+def test_resume_from_saved_state_continues_exactly(name, params, faults):
+    full = build_algorithm(name, tiny_sim(faults=FAULTS[faults]), params)
     run_rounds(full, 3)
-    first = build_algorithm(name, tiny_sim(), params)
+    first = build_algorithm(name, tiny_sim(faults=FAULTS[faults]), params)
     run_rounds(first, 1)
     saved = copy.deepcopy(first.state_dict())
-    resumed = build_algorithm(name, tiny_sim(), params)
+    resumed = build_algorithm(name, tiny_sim(faults=FAULTS[faults]), params)
     resumed.load_state_dict(saved)
     for t in (1, 2):
         resumed.round(t)

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from fairfl_core.algorithms import build_algorithm
+from fairfl_core.sim.faults import FaultConfig
 from tests.algorithms.conftest import run_rounds, tiny_sim
 
 
@@ -34,6 +35,19 @@ def test_lambda_zero_personal_step_uses_the_same_minibatches_as_the_global_step(
     selected = algo.round(0).selected
     local = sim.engine.train(selected, w0, sim.local_spec(0), sim.seed_for(0, "batches")).params
     assert torch.equal(algo.personal_params()[selected], local)
+
+
+def test_a_dropped_client_keeps_its_personal_model():
+    # 2 of 4 drop out: their v_k stay at w⁰; with λ = 0 the survivors' v_k are their global local models
+    sim = tiny_sim(clients_per_round=4, faults=FaultConfig(rate=0.5))
+    algo = build_algorithm("ditto", sim, {"lam": 0.0})
+    w0 = algo.w.clone()
+    selected = algo.round(0).selected
+    dropped = algo.faults.failed
+    local = sim.engine.train(selected, w0, sim.local_spec(0), sim.seed_for(0, "batches")).params
+    personal = algo.personal_params()
+    assert dropped.sum() == 2 and torch.equal(personal[selected[dropped]], w0.expand(2, -1))
+    assert torch.equal(personal[selected[~dropped]], local[torch.as_tensor(~dropped)])
 
 
 def test_personal_update_by_hand():

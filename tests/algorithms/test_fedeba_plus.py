@@ -11,6 +11,7 @@ from fairfl_core.algorithms.fedeba_plus import (
     model_alignment_update,
     prac_fair_update,
 )
+from fairfl_core.sim.faults import FaultConfig
 from tests.algorithms.conftest import run_rounds, tiny_sim
 
 D = torch.float64
@@ -215,3 +216,36 @@ def test_prac_round_by_hand(theta, branch):
 def test_bad_hyperparameters_name_the_field(name, params, field):
     with pytest.raises(ValueError, match=field):
         build_algorithm(name, tiny_sim(), params)
+
+
+def test_model_alignment_with_dropouts_averages_the_survivors_only():
+    # 2 of 4 drop out after the pre-training exchange: p, Δ_t and Eq. 9's mean of Δ̃^a run over the survivors R
+    sim = tiny_sim(lr=0.2, clients_per_round=4, faults=FaultConfig(rate=0.5))
+    params = {"tau": 0.5, "alpha": 0.6, "theta": 90.0, "fair_grad": "full"}
+    algo = build_algorithm("fedeba+", sim, params)
+    w0 = algo.w.clone()
+    out = algo.round(0)
+    alive = ~algo.faults.failed
+    survivors = out.selected[alive]
+    local = sim.engine.train(out.selected, w0, sim.local_spec(0), sim.seed_for(0, "batches")).params
+    local = local[torch.as_tensor(alive)]
+    p = torch.softmax(sim.engine.losses(local, survivors)[0] / 0.5, 0)
+    one_step = -0.2 * sim.engine.gradients(w0, survivors)
+    assert len(survivors) == 2 and out.diagnostics["branch"] == "model"
+    assert (algo.w - (w0 + 0.4 * (p @ (local - w0)) + 0.6 * one_step.mean(0))).abs().max() < 1e-12
+
+
+def test_prac_model_branch_divides_a_stragglers_update_by_the_steps_it_completed():
+    # Eq. 8 with Δ̃_i = Δ_i / K_i: K_i = ⌈0.5 · 3⌉ = 2 for the 2 stragglers, 3 for the others
+    faults = FaultConfig(rate=0.5, kind="straggler", straggler_work=0.5)
+    sim = tiny_sim(clients_per_round=4, faults=faults)
+    algo = build_algorithm("prac_fedeba+", sim, {"tau": 0.5, "alpha": 0.6, "theta": 90.0})
+    w0 = algo.w.clone()
+    out = algo.round(0)
+    seed, slow = sim.seed_for(0, "batches"), algo.faults.failed
+    local = sim.engine.train(out.selected, w0, sim.local_spec(0), seed, algo.faults.work).params
+    deltas = local - w0
+    p = torch.softmax(sim.engine.losses(local, out.selected)[0] / 0.5, 0)
+    steps = torch.as_tensor(np.where(slow, 2.0, 3.0), dtype=D)
+    assert slow.sum() == 2 and out.diagnostics["branch"] == "model"
+    assert (algo.w - (w0 + 0.4 * (p @ deltas) + 0.6 * (deltas / steps[:, None]).mean(0))).abs().max() < 1e-12

@@ -3,6 +3,7 @@ import torch
 
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.algorithms.qffl import qffl_delta_and_h
+from fairfl_core.sim.faults import FaultConfig
 from tests.algorithms.conftest import run_rounds, tiny_sim
 
 D = torch.float64
@@ -63,3 +64,17 @@ def test_round_uses_losses_at_the_received_model_and_the_decayed_lr():
 def test_bad_q_names_the_field(q):
     with pytest.raises(ValueError, match="q must be a finite number >= 0"):
         build_algorithm("qffl", tiny_sim(), {"q": q})
+
+
+def test_with_dropouts_both_sums_run_over_the_survivors():
+    # 2 of 4 clients drop out: w ← w − Σ_{k∈R} Δ_k / Σ_{k∈R} h_k with F_k of the survivors only
+    sim = tiny_sim(clients_per_round=4, faults=FaultConfig(rate=0.5))
+    algo = build_algorithm("qffl", sim, {"q": 2.0})
+    w0 = algo.w.clone()
+    out = algo.round(0)
+    survivors = out.selected[~algo.faults.failed]
+    assert len(survivors) == 2
+    local = sim.engine.train(out.selected, w0, sim.local_spec(0), sim.seed_for(0, "batches")).params
+    local = local[torch.as_tensor(~algo.faults.failed)]
+    delta, h = qffl_delta_and_h(sim.engine.losses(w0, survivors, "train")[0], w0 - local, lr=0.2, q=2.0)
+    assert (algo.w - (w0 - delta.sum(0) / h.sum())).abs().max() < 1e-12

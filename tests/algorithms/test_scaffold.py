@@ -7,6 +7,7 @@ import torch
 
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.algorithms.scaffold import scaffold_client_controls, scaffold_server_control
+from fairfl_core.sim.faults import FaultConfig
 from tests.algorithms.conftest import run_rounds, tiny_sim
 
 
@@ -71,6 +72,23 @@ def test_one_full_batch_step_makes_the_control_the_client_gradient():
         algo.round(r)
         assert torch.allclose(algo.state["c_i"][clients], sim.engine.gradients(w, clients), atol=1e-10)
     assert float(algo.state["c"].norm()) > 0
+
+
+def test_a_straggler_computes_its_control_from_the_steps_it_completed():
+    # round 0 (c = c_i = 0): c_i⁺ = (w − y_i)/(K_i η), K_i = ⌈0.5 · 3⌉ = 2 for the 2 stragglers, 3 otherwise
+    faults = FaultConfig(rate=0.5, kind="straggler", straggler_work=0.5)
+    sim = tiny_sim(clients_per_round=4, faults=faults)
+    algo = build_algorithm("scaffold", sim, {})
+    w0 = algo.w.clone()
+    out = algo.round(0)
+    slow = algo.faults.failed
+    assert slow.sum() == 2
+    seed = sim.seed_for(0, "batches")
+    local = sim.engine.train(out.selected, w0, sim.local_spec(0), seed, algo.faults.work)
+    steps = torch.as_tensor(np.where(slow, 2.0, 3.0), dtype=w0.dtype)
+    expected = (w0 - local.params) / (steps[:, None] * 0.2)
+    assert torch.allclose(algo.state["c_i"][out.selected], expected, atol=1e-12)
+    assert (algo.w - local.params.mean(0)).abs().max() < 1e-12
 
 
 def test_resume_from_state_dict_is_exact():
