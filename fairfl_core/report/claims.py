@@ -2,7 +2,16 @@
 
 A :class:`Claim` compares one method's mean (over seeds) of a summary metric with another method's, a
 number, or the paper's printed value (``than=PAPER``). :func:`check_claims` shows, per claim and dataset,
-both numbers, their difference and the verdict, and whether the claim also holds in the paper's numbers.
+both numbers, their difference, its standard error and the outcome, and whether the claim also holds in the
+paper's numbers.
+
+The outcome is seed-aware (:func:`seed_outcome`): the difference of the seed means d = x̄_a − x̄_b has the
+standard error SE = √(s_a²/n_a + s_b²/n_b) (s the std over the n seeds; a number or the paper's printed value
+is exact and adds nothing). The claim's margin m (−d for ``<``/``<=``, d for ``>``/``>=``, tolerance − |d|
+for ``≈``) is compared with the noise band z·SE, z = :data:`Z` = 2 (about 95% two-sided under a normal
+approximation): m > z·SE **holds**, m < −z·SE **fails**, otherwise **within noise**. With one seed on a side
+there is no SE: the band is 0 and the sign of m decides (``basis`` says so). A margin of exactly 0 with no
+band is the predicate's own boundary: ``<=``, ``>=`` and ``≈`` hold there, ``<`` and ``>`` fail.
 """
 
 from __future__ import annotations
@@ -10,30 +19,61 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import pandas as pd
 
-__all__ = ["OPS", "PAPER", "Claim", "check_claims"]
+__all__ = ["OPS", "PAPER", "Z", "Claim", "Outcome", "check_claims", "seed_outcome"]
 
 PAPER = "paper"  # `than` sentinel: the paper's value for the same method, metric and dataset
+Z = 2.0  # noise band: |margin| <= Z * SE is "within noise"
 
-
-# predicate on (difference = value - reference, tolerance)
-OPS: dict[str, Callable[[float, float], bool]] = {
-    "<": lambda d, _: d < 0,
-    "<=": lambda d, _: d <= 0,
-    ">": lambda d, _: d > 0,
-    ">=": lambda d, _: d >= 0,
-    "≈": lambda d, tol: abs(d) <= tol,
+# the claim's margin (positive: the predicate holds) from (difference = value - reference, tolerance)
+OPS: dict[str, Callable[[float, float], float]] = {
+    "<": lambda d, _: -d,
+    "<=": lambda d, _: -d,
+    ">": lambda d, _: d,
+    ">=": lambda d, _: d,
+    "≈": lambda d, tol: tol - abs(d),
 }
+INCLUSIVE = ("<=", ">=", "≈")  # hold at a margin of exactly 0
+
+
+class Outcome(NamedTuple):
+    """``result`` (holds | within noise | fails), the ``difference`` of the means and its standard error
+    ``se`` (NaN: a side has one seed)."""
+
+    result: str
+    difference: float
+    se: float
+
+
+Side = tuple[float, float, int] | float  # (mean, std, seeds) over seeds, or an exact number
+
+
+def seed_outcome(op: str, value: Side, reference: Side, tolerance: float = 0.0, z: float = Z) -> Outcome:
+    """The outcome of ``value op reference`` (see the module docstring for the rule). Each side is a
+    (mean, std, seeds) triple over seeds, or a plain number that is exact (a constant, a paper value)."""
+    sides = [s if isinstance(s, tuple) else (float(s), 0.0, math.inf) for s in (value, reference)]
+    difference = sides[0][0] - sides[1][0]
+    se = math.sqrt(sum(std**2 / n for _, std, n in sides)) if all(n >= 2 for *_, n in sides) else math.nan
+    margin, band = OPS[op](difference, tolerance), (0.0 if math.isnan(se) else z * se)
+    if margin > band or (margin == band == 0 and op in INCLUSIVE):
+        result = "holds"
+    elif margin < -band or band == 0:
+        result = "fails"
+    else:
+        result = "within noise"
+    return Outcome(result, difference, se)
 
 
 @dataclass(frozen=True)
 class Claim:
     """``method``'s ``metric`` ``op`` ``than``, e.g. ``Claim("FedProx lowers the variance", "var",
-    "FedProx", "<", "FedAvg")``. ``than``: a method label, a number, or ``PAPER``. ``op`` ``"≈"`` holds when
-    the absolute difference is at most ``tolerance`` (in the metric's unit). ``dataset``: the dataset label
-    to check on (default: every dataset of the results). ``source``: where the paper states it."""
+    "FedProx", "<", "FedAvg")``. ``than``: a method label, a number, or ``PAPER``. ``op`` ``"≈"`` claims that
+    the absolute difference is at most ``tolerance`` (in the metric's unit); :func:`seed_outcome` judges
+    it. ``dataset``: the dataset label to check on (default: every dataset of the results). ``source``: where
+    the paper states it."""
 
     text: str
     metric: str
@@ -66,47 +106,52 @@ def _paper_value(paper: pd.DataFrame | None, dataset: str, method: str, metric: 
     return None if hit.empty else float(hit["paper_value"].iloc[0])
 
 
-def _verdict(claim: Claim, value: float | None, reference: float | None) -> str:
+def _paper_verdict(claim: Claim, value: float | None, reference: float | None) -> str:
+    """The claim on the paper's printed means (exact numbers: the sign of the margin decides)."""
     if value is None or reference is None:
-        return "missing"
-    return "pass" if OPS[claim.op](value - reference, claim.tolerance) else "fail"
+        return "n/a"
+    return seed_outcome(claim.op, value, reference, claim.tolerance).result
 
 
 def _check_one(claim: Claim, agg: pd.DataFrame, paper: pd.DataFrame | None, dataset: str) -> dict:
     left = _stat(agg, dataset, claim.method, claim.metric)
+    right: Side | None
     if isinstance(claim.than, (int, float)):
-        right, reference_name = (float(claim.than), math.nan, 0), "constant"
+        right, reference_name = float(claim.than), "constant"
     elif claim.than == PAPER:
-        value = _paper_value(paper, dataset, claim.method, claim.metric)
-        right, reference_name = (None if value is None else (value, math.nan, 0)), "paper"
+        right, reference_name = _paper_value(paper, dataset, claim.method, claim.metric), "paper"
     else:
         right, reference_name = _stat(agg, dataset, claim.than, claim.metric), claim.than
-    value, reference = (left[0] if left else None), (right[0] if right else None)
-    diff = value - reference if left and right else math.nan
-    in_paper = "n/a"
+    reference = right[0] if isinstance(right, tuple) else right
+    outcome = (
+        Outcome("missing", math.nan, math.nan)
+        if left is None or right is None
+        else seed_outcome(claim.op, left, right, claim.tolerance)
+    )
+    in_paper, metric = "n/a", claim.metric
     if claim.than != PAPER:
-        p_left = _paper_value(paper, dataset, claim.method, claim.metric)
-        p_right = (
-            float(claim.than)
-            if reference_name == "constant"
-            else _paper_value(paper, dataset, claim.than, claim.metric)
-        )
-        in_paper = "n/a" if p_left is None or p_right is None else _verdict(claim, p_left, p_right)
+        p_left = _paper_value(paper, dataset, claim.method, metric)
+        p_right = right if reference_name == "constant" else _paper_value(paper, dataset, claim.than, metric)
+        in_paper = _paper_verdict(claim, p_left, p_right)
+    diff = outcome.difference
+    basis = "" if outcome.result == "missing" else "sign (no SE)" if math.isnan(outcome.se) else f"{Z:g}·SE"
     return {
         "claim": claim.text,
         "dataset": dataset,
         "metric": claim.metric,
         "method": claim.method,
-        "value": value,
+        "value": left[0] if left else None,
         "value_std": left[1] if left else math.nan,
         "seeds": left[2] if left else 0,
         "op": claim.op + (f" (±{claim.tolerance:g})" if claim.op == "≈" else ""),
         "than": reference_name,
         "reference": reference,
-        "reference_std": right[1] if right else math.nan,
+        "reference_std": right[1] if isinstance(right, tuple) else math.nan,
         "difference": diff,
+        "se": outcome.se,
+        "basis": basis,
         "relative_%": 100 * diff / abs(reference) if reference else math.nan,
-        "result": _verdict(claim, value, reference),
+        "result": outcome.result,
         "holds_in_paper": in_paper,
         "source": claim.source,
     }
@@ -119,8 +164,10 @@ def check_claims(
     must hold each claim's metric) and, where given, on ``paper`` (from ``experiment_paper_values``).
 
     One row per claim and dataset: the method's mean (± std, seeds), the reference it is compared with,
-    difference (value - reference) and relative difference in %, ``result`` (pass | fail | missing: a
-    method or paper value is absent) and ``holds_in_paper`` (pass | fail | n/a).
+    difference (value - reference), its standard error ``se`` and the ``basis`` of the outcome (``2·SE``, or
+    ``sign (no SE)`` with one seed), the relative difference in %, ``result`` (holds | within noise | fails,
+    :func:`seed_outcome`; missing: a method or paper value is absent) and ``holds_in_paper`` (the same
+    predicate on the paper's printed means, which carry no seeds: holds | fails; n/a without them).
     """
     rows = []
     for claim in claims:

@@ -204,7 +204,9 @@ def test_claims_name_registered_methods_and_hold_in_the_papers_numbers(table):
         paper = fe.paper_values(exp, runs, (table,))
         as_results = paper.rename(columns={"paper_value": "mean", "paper_std": "std"}).assign(n=5)
         checked = report.check_claims(claims, as_results, paper)
-        assert set(checked["result"]) == {"pass"}, checked.loc[checked["result"] != "pass", "claim"].tolist()
+        # the printed means satisfy every claim; with the printed stds over 5 seeds a few are within noise
+        assert set(checked["holds_in_paper"]) == {"holds"}, checked.loc[checked["holds_in_paper"] != "holds"]
+        assert "fails" not in set(checked["result"]), checked.loc[checked["result"] == "fails", "claim"]
 
 
 def test_cnn_experiments_fit_the_quick_budget_and_keep_every_method_at_paper():
