@@ -1,6 +1,6 @@
 """Client faults: a fraction of each round's selected clients fail, as in FedProx's systems-heterogeneity
-experiments (Li et al., MLSys 2020, §5.2; reference code litian96/FedProx ``flearn/trainers/fedavg.py`` and
-``fedprox.py``, ``drop_percent``).
+experiments with 0, 50 and 90 % stragglers (Li et al., MLSys 2020; reference code litian96/FedProx
+``flearn/trainers/fedavg.py`` and ``fedprox.py``, ``drop_percent``).
 
 With rate p and K selected clients, ``round(K (1 − p))`` of them (Python's ``round``, as the reference code)
 are drawn uniformly without replacement to complete the round normally; the other ``K − round(K (1 − p))``
