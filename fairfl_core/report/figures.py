@@ -201,7 +201,7 @@ def plot_accuracy_vs_fairness(
             capsize=3,
             label=level,
         )
-    fig.legend(title=hue, loc="outside right upper", frameon=False)
+    ax.legend(title=hue, loc="upper left", bbox_to_anchor=(1.02, 1), frameon=False)
     fairer = x in ("var", "std", "cv", "loss_var")
     ax.set_xlabel(f"{_label(x)}, lower is fairer" if fairer else _label(x))
     ax.set_ylabel(_label(y))
