@@ -41,7 +41,7 @@ OUTCOMES = ("holds", "within noise", "fails", "not checked")
 OUTCOME_COLUMNS = ("outcome", "result", "verdict", "holds")  # first one present is a claims table's outcome
 OPEN_ROWS = 25  # a main table with more rows is folded
 FOLD_CHARS = 90  # a longer cell (an explanatory note) is folded behind its head
-WIDE_PX = 1300  # figures wider than this (PNG pixels) span the page; narrower ones go two to a row
+WIDE_PX = 1100  # figures wider than this (PNG pixels) span the page; narrower ones go two to a row
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1200px;margin:1.5em auto;padding:0 1em;color:#1f2328;
