@@ -38,7 +38,8 @@ class Mixer:
     """A validated mixing matrix W applied to stacked client tensors ``[N, ...]`` as X ← W X.
 
     ``sparse``: None picks sparse storage when nnz(W)/N² ≤ ``SPARSE_DENSITY``; True/False force it. W is
-    converted once per dtype and device of the tensors it mixes."""
+    converted once per dtype and device of the tensors it mixes. Repeated gossip is cheapest with two
+    buffers swapped at every step (``Y = mixer(X, out=Y); X, Y = Y, X``)."""
 
     def __init__(self, W: ArrayLike, *, sparse: bool | None = None, atol: float = DOUBLY_STOCHASTIC_ATOL):
         self.W = check_mixing_matrix(W, atol=atol)
@@ -54,8 +55,10 @@ class Mixer:
             self._cache[key] = W.to_sparse().coalesce() if self.sparse else W
         return self._cache[key]
 
-    def __call__(self, X: torch.Tensor) -> torch.Tensor:
-        """W X for X of shape ``[N, ...]`` (trailing dimensions flattened for the product)."""
+    def __call__(self, X: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """W X for X of shape ``[N, ...]`` (trailing dimensions flattened for the product). ``out``: a
+        contiguous tensor like X, not X itself, to write W X into; reusing one saves the allocation of a
+        fresh [N, P] result at every step."""
         if X.ndim == 0 or X.shape[0] != self.num_clients:
             raise ValueError(
                 f"gossip needs one row per client: W is {self.num_clients} × {self.num_clients}, the tensor "
@@ -65,8 +68,16 @@ class Mixer:
             raise ValueError(f"gossip mixes floating tensors, got dtype {X.dtype}")
         flat = X.reshape(self.num_clients, -1)
         W = self._matrix(X)
-        out = torch.sparse.mm(W, flat) if self.sparse else W @ flat
-        return out.reshape(X.shape)
+        if out is None:
+            return torch.mm(W, flat).reshape(X.shape)
+        same = (out.shape, out.dtype, out.device) == (X.shape, X.dtype, X.device)
+        if not same or not out.is_contiguous() or out.data_ptr() == X.data_ptr():
+            raise ValueError(
+                "out must be a contiguous tensor of the shape, dtype and device of X, and must not be X "
+                f"itself (got {tuple(out.shape)} {out.dtype} for X {tuple(X.shape)} {X.dtype})"
+            )
+        torch.mm(W, flat, out=out.view(self.num_clients, -1))
+        return out
 
     def state(self, stacked: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Gossip of a stacked state ``{name: [N, ...]}``: floating tensors (parameters, BatchNorm running

@@ -56,6 +56,20 @@ def test_sparse_and_dense_products_agree(name):
     assert torch.allclose(dense, torch.as_tensor(MATRICES[name]) @ X, rtol=0, atol=1e-14)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_gossip_into_a_reused_output_buffer(sparse):
+    W, X = random_graph(30, 0.5, seed=0), torch.randn(30, 4, 3, dtype=torch.float64)
+    mixer, buffer = Mixer(W, sparse=sparse), torch.full((30, 4, 3), float("nan"), dtype=torch.float64)
+    assert mixer(X, out=buffer) is buffer
+    assert torch.allclose(buffer, mixer(X), rtol=0, atol=1e-15)
+    with pytest.raises(ValueError, match="must not be X itself"):
+        mixer(X, out=X)
+    with pytest.raises(ValueError, match=r"got \(30, 12\) torch.float64 for X \(30, 4, 3\)"):
+        mixer(X, out=torch.empty(30, 12, dtype=torch.float64))
+    with pytest.raises(ValueError, match="out must be a contiguous tensor"):
+        mixer(X, out=torch.empty(30, 4, 3))  # float32
+
+
 def test_sparse_storage_is_chosen_for_rings_only():
     assert Mixer(ring(50)).sparse and Mixer(clustered(contiguous_clusters(100, 5), "ring")).sparse
     assert not Mixer(complete(50)).sparse and not Mixer(ring(5)).sparse
