@@ -1,13 +1,14 @@
 """AAggFF-D (Hahn, Lee & Yoon, "Pursuing Overall Welfare in Federated Learning through Sequential Decision
-Making", ICML 2024; cross-device variant, Alg. 3 of its appendix), as the official code vaseline555/AAggFF
-``src/server/aaggffserver.py`` computes it; FedEBA+ Tables 1, 2 and 23 baseline ("CDF = normal").
+Making", ICML 2024; cross-device variant, Alg. 3 of its appendix), after the official code vaseline555/AAggFF
+``src/server/aaggffserver.py`` (its two departures from the paper are options, ``"*as_coded"``); FedEBA+
+Tables 1, 2 and 23 baseline ("CDF = normal").
 
 The server keeps mixing coefficients p ∈ R^m (initialised to C·1, C = n/m the participation fraction, as the
 code does) and a cumulative linearised gradient G (init 0). Each round, with r_i = F_i(x_t) the loss of the
 received model on client i's training data (before local training) for i ∈ S_t::
 
     u_i = r_i / mean_{S_t} r ;  r_i ← C · CDF(u_i)                     (bounded responses, its Eq. 8, §B.2)
-    r̄ = mean_{S_t} r ;  r̃ = r̄ 1_m,  r̃_i = (r_i − r̄)/C for i ∈ S_t       (doubly-robust estimate)
+    r̄ = mean_{S_t} r ;  r̃ = r̄ 1_m,  r̃_i = r̄ + (r_i − r̄)/C for i ∈ S_t  (doubly-robust estimate)
     d = 1 + (Σ_j p_j) r̄
     ∇ = −r̃/d + 1_m · r̄ ⟨p, r̃ − r̄ 1_m⟩ / d²                         (linearised gradient of −log(1 + ⟨p, r⟩))
     G ← G + ∇ ;  p ← softmax(−G √(log m) / (√(τ + 1) (2 + C)))          (linearised FTRL; τ = t + 1, the
@@ -18,8 +19,13 @@ received model on client i's training data (before local training) for i ∈ S_t
 code's normal branch computes ½(erfc((u − 1)/√2) + 1) = 1.5 − Φ(u − 1), which DEcreases with the loss
 (a sign slip, spec §3.2): ``"normal_as_coded"`` reproduces it. The other CDFs of the code: ``weibull``
 1 − e^{−u²}, ``exponential`` 1 − e^{−u}, ``frechet`` e^{−1/u}, ``gumbel`` e^{−e^{−(u−1)}}, ``logistic``
-1/(1 + e^{−(u−1)}). The cross-silo variant AAggFF-S (Online Newton Step, used by the code when C = 1) is not
-implemented: this update runs for every C.
+1/(1 + e^{−(u−1)}).
+
+``dr_estimate``: ``"standard"`` (default) is the doubly-robust estimate the paper names, baseline plus
+inverse-probability-weighted residual, r̃_i = r̄ + 𝟙{i ∈ S_t}(r_i − r̄)/C, whose mean over the draw of S_t
+is r_i for a fixed baseline. The code drops the baseline of the observed clients, r̃_i = (r_i − r̄)/C
+(mean r_i − C r̄): ``"as_coded"`` reproduces it. The cross-silo variant AAggFF-S (Online Newton Step, used by
+the code when C = 1) is not implemented: this update runs for every C.
 
 Faults (``sim/faults.py``): S_t is the set of clients that report (a dropped client's loss never arrives);
 the doubly-robust estimate divides by the observed participation fraction |S_t|/m instead of C (the
@@ -41,7 +47,17 @@ from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper
 from fairfl_core.algorithms.fedeba import weights_entropy
 from fairfl_core.sim.local import LocalResult
 
-__all__ = ["AAggFF", "AAggFFHyper", "CDFS", "aaggff_decision", "aaggff_gradient", "aaggff_responses"]
+__all__ = [
+    "AAggFF",
+    "AAggFFHyper",
+    "CDFS",
+    "DR_ESTIMATES",
+    "aaggff_decision",
+    "aaggff_gradient",
+    "aaggff_responses",
+]
+
+DR_ESTIMATES = ("standard", "as_coded")
 
 
 def _normal_cdf(x: torch.Tensor) -> torch.Tensor:
@@ -61,14 +77,18 @@ CDFS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 
 @dataclass
 class AAggFFHyper(FedAvgHyper):
-    """``cdf``: the response transform (FedEBA+ Table 6: normal); see the module docstring."""
+    """``cdf``: the response transform (FedEBA+ Table 6: normal); ``dr_estimate``: ``"standard"`` or the
+    code's ``"as_coded"`` doubly-robust estimate; see the module docstring."""
 
     cdf: str = "normal"
+    dr_estimate: str = "standard"
 
     def __post_init__(self):
         super().__post_init__()
         if self.cdf not in CDFS:
             raise ValueError(f"cdf must be one of {tuple(CDFS)}, got {self.cdf!r}")
+        if self.dr_estimate not in DR_ESTIMATES:
+            raise ValueError(f"dr_estimate must be one of {DR_ESTIMATES}, got {self.dr_estimate!r}")
 
 
 def aaggff_responses(losses: torch.Tensor, frac: float, cdf: str = "normal") -> torch.Tensor:
@@ -77,12 +97,20 @@ def aaggff_responses(losses: torch.Tensor, frac: float, cdf: str = "normal") -> 
 
 
 def aaggff_gradient(
-    mix: torch.Tensor, responses: torch.Tensor, selected: np.ndarray, frac: float
+    mix: torch.Tensor,
+    responses: torch.Tensor,
+    selected: np.ndarray,
+    frac: float,
+    dr_estimate: str = "standard",
 ) -> torch.Tensor:
-    """Linearised gradient ``[m]`` of −log(1 + ⟨p, r⟩) with the doubly-robust response estimate (AAggFF-D)."""
+    """Linearised gradient ``[m]`` of −log(1 + ⟨p, r⟩) with the doubly-robust response estimate (AAggFF-D):
+    r̃_i = r̄ + (r_i − r̄)/C on the selected clients (``"standard"``) or (r_i − r̄)/C (``"as_coded"``)."""
+    if dr_estimate not in DR_ESTIMATES:
+        raise ValueError(f"dr_estimate must be one of {DR_ESTIMATES}, got {dr_estimate!r}")
     mean = responses.mean()
     robust = torch.full_like(mix, float(mean))
-    robust[torch.as_tensor(selected, device=mix.device)] = (responses - mean) / frac
+    baseline = mean if dr_estimate == "standard" else 0.0
+    robust[torch.as_tensor(selected, device=mix.device)] = baseline + (responses - mean) / frac
     denom = 1 + mix.sum() * mean
     return -robust / denom + mean * (mix @ (robust - mean)) / denom**2
 
@@ -111,7 +139,8 @@ class AAggFF(FedAvg):
         losses = self.sim.engine.losses(self.w, clients, "train")[0]
         responses = aaggff_responses(losses, self.frac, self.hp.cdf)
         observed = len(clients) / self.sim.num_clients  # = C without faults
-        cum_grad = self.state["cum_grad"] + aaggff_gradient(self.state["mix"], responses, clients, observed)
+        grad = aaggff_gradient(self.state["mix"], responses, clients, observed, self.hp.dr_estimate)
+        cum_grad = self.state["cum_grad"] + grad
         return {"losses": losses, "cum_grad": cum_grad, "mix": aaggff_decision(cum_grad, t, self.frac)}
 
     def weights(self, t: int, clients: np.ndarray, reports: dict[str, Any]) -> torch.Tensor:

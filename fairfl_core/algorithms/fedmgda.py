@@ -1,17 +1,21 @@
 """FedMGDA+ (Hu et al., IEEE TNSE 2022, "FedMGDA+: Federated Learning meets Multi-objective Optimization").
 
 Each selected client trains like FedAvg; the server normalises the updates, d̂_k = (w − w_k)/‖w − w_k‖, and
-finds the min-norm convex combination inside an ε-box around the data weights p_k (paper Alg. 1; FLGo
-``flgo/algorithm/fedmgda.py`` solves the same QP with cvxopt)::
+finds the min-norm convex combination inside an ε-box around a centre c_k (paper Alg. 1, ‖λ − λ⁰‖_∞ ≤ ε)::
 
-    λ* = argmin_λ ‖Σ_k λ_k d̂_k‖²   s.t.  Σ_k λ_k = 1,  max(0, p_k − ε) ≤ λ_k ≤ min(1, p_k + ε)
+    λ* = argmin_λ ‖Σ_k λ_k d̂_k‖²   s.t.  Σ_k λ_k = 1,  max(0, c_k − ε) ≤ λ_k ≤ min(1, c_k + ε)
     w ← w − η_g Σ_k λ*_k d̂_k
 
-ε = 0 keeps the data weights (FedAvg on normalised updates); ε ≥ 1 is plain MGDA on normalised updates.
-Defaults follow FedEBA+ Table 1/6 (ε = 0.03, η_g = ``server_lr`` = 1, p_k ∝ n_k as in FLGo).
+``box_centre``: ``"uniform"`` (default) c_k = 1/m over the m received updates, as the AAggFF code's FedMGDA
+baseline (``src/server/fedmgdaserver.py``: 1/N − ε ≤ λ ≤ 1/N + ε); ``"weights"`` c_k = the FedAvg weights
+p_k of ``weighting`` (∝ n_k by default), as FLGo ``flgo/algorithm/fedmgda.py`` (λ0 = n_k / Σ n). The two
+coincide when the clients are equally large or ``weighting="uniform"``. ε = 0 keeps the centre (FedAvg on
+normalised updates); ε ≥ 1 is plain MGDA on normalised updates. Default ε = 0.1: FLGo's default and the
+smallest of AAggFF's grid {0.1, 0.5, 1.0}; η_g = ``server_lr`` = 1 (FLGo's η). FedEBA+ Tables 1/6 set
+ε = 0.03 in their experiment.
 
-Faults (``sim/faults.py``): the QP runs over the survivors' normalised updates, with the data weights p_k
-renormalised over them.
+Faults (``sim/faults.py``): the QP runs over the survivors' normalised updates, with the centre taken over
+them.
 """
 
 from __future__ import annotations
@@ -25,19 +29,45 @@ from fairfl_core.algorithms.base import register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper
 from fairfl_core.sim.local import LocalResult
 
-__all__ = ["FedMGDA", "FedMGDAHyper", "min_norm_in_box", "normalise_rows", "project_capped_simplex"]
+__all__ = [
+    "BOX_CENTRES",
+    "FedMGDA",
+    "FedMGDAHyper",
+    "box_centre",
+    "min_norm_in_box",
+    "normalise_rows",
+    "project_capped_simplex",
+]
+
+BOX_CENTRES = ("uniform", "weights")
 
 
 @dataclass
 class FedMGDAHyper(FedAvgHyper):
-    """``epsilon``: half-width of the box around the data weights; ``server_lr`` is the global step η_g."""
+    """``epsilon``: half-width of the box; ``box_centre``: ``"uniform"`` (1/m) or ``"weights"`` (the
+    FedAvg weights); ``server_lr`` is the global step η_g."""
 
-    epsilon: float = 0.03
+    epsilon: float = 0.1
+    box_centre: str = "uniform"
 
     def __post_init__(self):
         super().__post_init__()
         if not self.epsilon >= 0:
-            raise ValueError(f"epsilon must be non-negative (0 keeps the data weights), got {self.epsilon}")
+            raise ValueError(f"epsilon must be non-negative (0 keeps the box centre), got {self.epsilon}")
+        if self.box_centre not in BOX_CENTRES:
+            raise ValueError(f"box_centre must be one of {BOX_CENTRES}, got {self.box_centre!r}")
+
+
+def box_centre(centre: str, weights: np.ndarray) -> np.ndarray:
+    """The ε-box centre over the received clients, in float64 summing to 1: 1/m for ``"uniform"``, the
+    FedAvg ``weights`` renormalised for ``"weights"`` (float32 weights can sum to 1 + 1e-8: outside the box
+    at ε = 0)."""
+    weights = np.asarray(weights, dtype=np.float64)
+    if centre == "uniform":
+        return np.full(len(weights), 1.0 / len(weights))
+    if centre == "weights":
+        return weights / weights.sum()
+    raise ValueError(f"box_centre must be one of {BOX_CENTRES}, got {centre!r}")
 
 
 def normalise_rows(updates: torch.Tensor) -> torch.Tensor:
@@ -107,9 +137,9 @@ def _active_set_candidate(
 def min_norm_in_box(
     gram: np.ndarray, prior: np.ndarray, eps: float, tol: float = 1e-13, max_iter: int = 20_000
 ) -> np.ndarray:
-    """FedMGDA+'s weights λ* = argmin λᵀ G λ over the simplex ∩ {|λ_k − p_k| ≤ ε} (FedMGDA+ Alg. 1).
+    """FedMGDA+'s weights λ* = argmin λᵀ G λ over the simplex ∩ {|λ_k − c_k| ≤ ε} (FedMGDA+ Alg. 1).
 
-    ``gram`` is G = D̂ D̂ᵀ of the normalised updates, ``prior`` the data weights p (summing to 1).
+    ``gram`` is G = D̂ D̂ᵀ of the normalised updates, ``prior`` the box centre c (summing to 1).
     Accelerated projected gradient (FISTA with function-value restart, exact capped-simplex projection)
     identifies the active bounds; every few iterations the KKT system on the free coordinates is solved
     exactly for the guessed active set. Either iterate is returned only once its Frank–Wolfe duality gap
@@ -155,10 +185,9 @@ class FedMGDA(FedAvg):
     Hyper = FedMGDAHyper
 
     def reports(self, t: int, clients: np.ndarray, result: LocalResult) -> dict:
-        """The normalised updates d̂_k and their min-norm weights λ* (p_k from ``weighting``)."""
+        """The normalised updates d̂_k and their min-norm weights λ* in the box around ``box_centre``."""
         directions = normalise_rows(self.w - result.params)
-        prior = self.weights(t, clients, {}).cpu().numpy().astype(np.float64)
-        prior = prior / prior.sum()  # float32 weights can sum to 1 + 1e-8: outside the ε-box at ε = 0
+        prior = box_centre(self.hp.box_centre, self.weights(t, clients, {}).cpu().numpy())
         gram = (directions @ directions.T).cpu().numpy().astype(np.float64)
         return {"directions": directions, "lambda": min_norm_in_box(gram, prior, self.hp.epsilon)}
 

@@ -5,7 +5,13 @@ import pytest
 import torch
 
 from fairfl_core.algorithms import build_algorithm
-from fairfl_core.algorithms.aaggff import CDFS, aaggff_decision, aaggff_gradient, aaggff_responses
+from fairfl_core.algorithms.aaggff import (
+    CDFS,
+    AAggFFHyper,
+    aaggff_decision,
+    aaggff_gradient,
+    aaggff_responses,
+)
 from tests.algorithms.conftest import tiny_sim
 
 D = torch.float64
@@ -36,12 +42,21 @@ def test_every_cdf_but_the_coded_normal_increases_with_the_loss():
         assert (steps < 0).all() if name == "normal_as_coded" else (steps > 0).all(), name
 
 
-def test_gradient_and_decision_by_hand():
-    # m = 4, S = {0, 1}, C = ½, p = C·1 (the code's start), responses r = (0.154269, 0.345731):
-    # r̄ = ¼, r̃ = (−0.191462, 0.191462, ¼, ¼), d = 1 + 2·¼ = 3/2, ⟨p, r̃ − r̄⟩ = ½ (−½) = −¼
-    # ∇ = −r̃/d + r̄ (−¼)/d² = (0.099864, −0.155419, −0.194444, −0.194444)
+def test_standard_doubly_robust_gradient_by_hand():
+    # m = 4, S = {0, 1}, C = ½, p = C·1, responses r = (0.154269, 0.345731): r̄ = ¼,
+    # r̃ = r̄ + (r − r̄)/C on S = (0.058538, 0.441462, ¼, ¼), d = 1 + 2·¼ = 3/2, ⟨p, r̃ − r̄⟩ = ½ · 0 = 0
+    # ∇ = −r̃/d = (−0.039025, −0.294308, −1/6, −1/6)
     responses = aaggff_responses(t64([1.0, 3.0]), 0.5)
     grad = aaggff_gradient(torch.full((4,), 0.5, dtype=D), responses, np.array([0, 1]), 0.5)
+    assert torch.allclose(grad, t64([-0.039025, -0.294308, -1 / 6, -1 / 6]), atol=1e-6)
+    assert AAggFFHyper().dr_estimate == "standard"
+
+
+def test_gradient_as_coded_and_decision_by_hand():
+    # the official code's estimate drops r̄ on S: r̃ = (−0.191462, 0.191462, ¼, ¼), ⟨p, r̃ − r̄⟩ = ½ (−½) = −¼
+    # ∇ = −r̃/d + r̄ (−¼)/d² = (0.099864, −0.155419, −0.194444, −0.194444)
+    responses = aaggff_responses(t64([1.0, 3.0]), 0.5)
+    grad = aaggff_gradient(torch.full((4,), 0.5, dtype=D), responses, np.array([0, 1]), 0.5, "as_coded")
     assert torch.allclose(grad, t64([0.099864, -0.155419, -0.194444, -0.194444]), atol=1e-6)
     # p ∝ exp(−∇ √(log 4) / (√2 · 2.5)) at round 0 (the code's round 1)
     p = aaggff_decision(grad, 0, 0.5)
@@ -67,3 +82,5 @@ def test_round_by_hand():
 def test_bad_cdf_names_the_field():
     with pytest.raises(ValueError, match="cdf must be one of"):
         build_algorithm("aaggff", tiny_sim(), {"cdf": "cauchy"})
+    with pytest.raises(ValueError, match=r"dr_estimate must be one of \('standard', 'as_coded'\)"):
+        build_algorithm("aaggff", tiny_sim(), {"dr_estimate": "code"})

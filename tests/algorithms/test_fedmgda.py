@@ -4,7 +4,13 @@ import torch
 from scipy.optimize import minimize
 
 from fairfl_core.algorithms import build_algorithm
-from fairfl_core.algorithms.fedmgda import min_norm_in_box, normalise_rows, project_capped_simplex
+from fairfl_core.algorithms.fedmgda import (
+    FedMGDAHyper,
+    box_centre,
+    min_norm_in_box,
+    normalise_rows,
+    project_capped_simplex,
+)
 from fairfl_core.sim.local import LocalResult
 from tests.algorithms.conftest import tiny_sim
 
@@ -102,9 +108,40 @@ def test_normalise_rows_keeps_zero_updates_zero():
     assert torch.equal(d, torch.tensor([[0.6, 0.8], [0.0, 0.0]], dtype=torch.float64))
 
 
+def test_defaults_follow_the_reference_code():
+    # ε = 0.1 (FLGo's default, in AAggFF's grid {0.1, 0.5, 1.0}); box centred on 1/m (AAggFF's FedMGDA)
+    hp = FedMGDAHyper()
+    assert (hp.epsilon, hp.box_centre, hp.server_lr) == (0.1, "uniform", 1.0)
+    assert np.array_equal(box_centre("uniform", np.array([7.0, 12.0], dtype=np.float32)), [0.5, 0.5])
+    assert np.allclose(box_centre("weights", np.array([7.0, 12.0])), [7 / 19, 12 / 19], atol=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("centre", "lam"),
+    [
+        # uniform: boxes [0.4, 0.6]; ‖λ₁ e₁ + λ₂ e₂‖² = λ₁² + λ₂² is least at (½, ½), inside them
+        ("uniform", (0.5, 0.5)),
+        # data weights (7, 12)/19: boxes [0.268, 0.468] and [0.532, 0.732]; λ₁ stops at 7/19 + 0.1
+        ("weights", (7 / 19 + 0.1, 12 / 19 - 0.1)),
+    ],
+)
+def test_box_centre_by_hand(centre, lam):
+    sim = tiny_sim()
+    algo = build_algorithm("fedmgda+", sim, {"epsilon": 0.1, "box_centre": centre, "server_lr": 0.5})
+    w = algo.w
+    e1, e2 = torch.zeros_like(w), torch.zeros_like(w)
+    e1[0], e2[1] = 1.0, 1.0
+    params = torch.stack([w - 2.0 * e1, w - 3.0 * e2])  # normalised updates e₁, e₂; clients of 7 and 12
+    clients = np.array([0, 1])
+    reports = algo.reports(0, clients, LocalResult(params, torch.zeros(2)))
+    assert np.allclose(reports["lambda"], lam, atol=1e-9)
+    new = algo.aggregate(0, clients, LocalResult(params, torch.zeros(2)), reports)
+    assert torch.allclose(new, w - 0.5 * (lam[0] * e1 + lam[1] * e2), atol=1e-9)
+
+
 def test_aggregate_by_hand():
     sim = tiny_sim()
-    algo = build_algorithm("fedmgda+", sim, {"epsilon": 0.0, "server_lr": 0.5})
+    algo = build_algorithm("fedmgda+", sim, {"epsilon": 0.0, "box_centre": "weights", "server_lr": 0.5})
     w = algo.w
     e = torch.zeros_like(w)
     e[0] = 1.0
@@ -118,7 +155,7 @@ def test_aggregate_by_hand():
 
 def test_epsilon_zero_round_is_the_weighted_mean_of_normalised_updates():
     sim = tiny_sim()
-    algo = build_algorithm("fedmgda+", sim, {"epsilon": 0.0})
+    algo = build_algorithm("fedmgda+", sim, {"epsilon": 0.0, "box_centre": "weights"})
     w0 = algo.w.clone()
     out = algo.round(0)
     local = sim.engine.train(out.selected, w0, sim.local_spec(0), sim.seed_for(0, "batches")).params
@@ -131,6 +168,8 @@ def test_epsilon_zero_round_is_the_weighted_mean_of_normalised_updates():
 def test_bad_hyperparameters_name_the_field():
     with pytest.raises(ValueError, match="epsilon must be non-negative"):
         build_algorithm("fedmgda+", tiny_sim(), {"epsilon": -0.1})
+    with pytest.raises(ValueError, match=r"box_centre must be one of \('uniform', 'weights'\)"):
+        build_algorithm("fedmgda+", tiny_sim(), {"box_centre": "data"})
     with pytest.raises(ValueError, match="server_lr must be positive"):
         build_algorithm("fedmgda+", tiny_sim(), {"server_lr": 0.0})
     with pytest.raises(ValueError, match="gram must be"):

@@ -145,6 +145,19 @@ def test_amsgrad_v_hat_is_a_running_elementwise_max():
     assert torch.equal(stabilized.state["v_hat"], stabilized.state["v"].clamp_min(1e-3))
 
 
+def test_default_tau_follows_each_methods_paper():
+    # Reddi et al.: τ = 1e-3 for FedAdagrad, FedAdam and FedYogi; FedAMSGrad keeps AFGA's ε = 1e-8
+    taus = {name: build_algorithm(name, tiny_sim()).hp.tau for name in NAMES}
+    assert taus == {"fedadagrad": 1e-3, "fedadam": 1e-3, "fedyogi": 1e-3, "fedamsgrad": 1e-8}
+    # one FedAdam step at the defaults (η 0.01, β1 0.9, β2 0.99, τ 1e-3, v_{−1} = τ²) on Δ = 0.1:
+    # m = 0.1 · 0.1 = 0.01, v = 0.99e-6 + 0.01 · 0.01 = 1.0099e-4, w = 0.01 · 0.01 / (√1.0099e-4 + 1e-3)
+    adam = build_algorithm("fedadam", tiny_sim())
+    w0 = adam.w.clone()
+    w = adam.server_update(torch.full_like(w0, 0.1))
+    assert torch.allclose(w - w0, torch.full_like(w0, 1e-4 / (math.sqrt(1.0099e-4) + 1e-3)), atol=1e-15)
+    assert (w - w0)[0].item() == pytest.approx(0.0090502, abs=1e-7)
+
+
 def test_initial_state_follows_the_papers():
     adam = build_algorithm("fedadam", tiny_sim(), {"tau": 0.1})
     assert torch.equal(adam.state["m"], torch.zeros_like(adam.w))

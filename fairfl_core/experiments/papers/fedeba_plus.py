@@ -72,7 +72,8 @@ TABLE1 = (
     Method("PropFair (M=0.2, ε=0.2)", "propfair", {"M": 0.2, "eps": 0.2}, "PropFair"),
     Method("PropFair (M=5, ε=0.2; Table 7 grid)", "propfair", {"M": 5.0, "eps": 0.2}),
     Method("TERM (t=0.1)", "term", {"t": 0.1}, "TERM"),
-    Method("AAggFF (normal CDF)", "aaggff", {"cdf": "normal"}, "AAggFF"),
+    # the doubly-robust estimate of the official AAggFF code, the implementation FedEBA+'s AAggFF row follows
+    Method("AAggFF (normal CDF)", "aaggff", {"cdf": "normal", "dr_estimate": "as_coded"}, "AAggFF"),
     Method("Prac-FedEBA+ (θ=15°)", "prac_fedeba+", {"theta": 15.0}, "Prac-FedEBA+"),
     FEDEBA_PLUS,
     FEDEBA_PLUS_LITERAL,
