@@ -23,12 +23,12 @@ import copy
 import numpy as np
 import torch
 from torch import nn
-from torch.func import functional_call, grad, replace_all_batch_norm_modules_
+from torch.func import functional_call, replace_all_batch_norm_modules_
 from torch.nn import functional as F
 
 from fairfl_core.data.federated import SPLITS, FederatedDataset
 from fairfl_core.sim.batches import draw_schedule
-from fairfl_core.sim.client_map import client_map, resolve_client_axis
+from fairfl_core.sim.client_map import client_grad_and_value, client_map, resolve_client_axis
 from fairfl_core.sim.faults import completed_steps, truncate_schedule
 from fairfl_core.sim.local import BatchedTrainer, LocalResult, LocalSpec
 from fairfl_core.sim.mlp_step import dense_relu_layers, mlp_gradient
@@ -204,7 +204,7 @@ class Engine:
 
         if self.client_axis != "bmm":
             in_dims = (0 if w.dim() == 2 else None, 0, 0, 0)
-            fn = client_map(grad(loss_sum), self.client_axis, in_dims=in_dims)
+            fn = client_grad_and_value(loss_sum, self.client_axis, in_dims=in_dims)
         out = torch.zeros(len(clients), self.space.size, dtype=self.dtype, device=self.device)
         for rows, idx, mask in self._padded_chunks(clients, split):
             x, y = self.data.inputs(idx, self.dtype), self.data.y[idx]
@@ -214,7 +214,7 @@ class Engine:
                 g, _ = mlp_gradient(self.relu_mlp[0], list(stacked.values()), x, y, mask, mask.sum(1))
                 grads = dict(zip(self.space.names, g.tensors(), strict=True))
             else:
-                grads = fn(self.space.unflatten(w[rows] if w.dim() == 2 else w), x, y, mask)
+                grads, _ = fn(self.space.unflatten(w[rows] if w.dim() == 2 else w), x, y, mask)
             out[rows] += self.space.flatten(grads, batch_dims=1)
         n = torch.as_tensor(self._counts[split][clients], dtype=self.dtype, device=self.device)
         return out / n.clamp_min(1)[:, None]

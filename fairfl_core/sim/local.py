@@ -11,9 +11,10 @@ One local SGD step for client k, with ``g`` the minibatch gradient of its (possi
     w_k ← w_k − η g
 
 The batched trainer stacks the selected clients' flat parameter vectors into ``[K, P]`` and computes all
-clients' minibatch gradients in one ``vmap(grad(...))`` call per step (a loop of ``grad`` calls over the
-stacked clients for convolutional models on CPU, see ``client_map.py``; the closed form of ``mlp_step.py``,
-added into the weights by batched GEMMs, for ReLU MLPs). It applies the step as
+clients' minibatch gradients in one ``vmap(grad(...))`` call per step (a loop of reverse-mode autograd
+calls over the stacked clients for recurrent models and for convolutional models on CPU, see
+``client_map.py``; the closed form of ``mlp_step.py``, added into the weights by batched GEMMs, for ReLU
+MLPs). It applies the step as
 ``w ← w − η (s'_k g + d)`` with ``s'_k = (1 − α) s_k`` and ``d = α g̃ + c_k + μ (w − w_ref) + λ_wd w`` (with
 momentum, ``b ← β b + s'_k g + d`` and ``w ← w − η b``). The sequential reference engine (``sequential.py``)
 performs the same step with ``torch.optim.SGD``, client after client.
@@ -26,11 +27,11 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.func import functional_call, grad_and_value
+from torch.func import functional_call
 from torch.nn import functional as F
 
 from fairfl_core.sim.batches import BatchSchedule
-from fairfl_core.sim.client_map import client_map
+from fairfl_core.sim.client_map import client_grad_and_value
 from fairfl_core.sim.mlp_step import dense_relu_layers, mlp_gradient
 from fairfl_core.sim.params import ParamSpace
 
@@ -117,7 +118,7 @@ class BatchedTrainer:
             return objective(value) if objective is not None else value
 
         # dropout: each client draws its own masks
-        mapped = client_map(grad_and_value(loss), self.client_axis, randomness="different")
+        mapped = client_grad_and_value(loss, self.client_axis, randomness="different")
 
         def autograd(params, x, y, m, scale):
             grads, value = mapped(params, x, y, m)
