@@ -31,13 +31,15 @@ class BatchSchedule:
     index: torch.Tensor  # int64 [K, S, B]
     mask: torch.Tensor  # float [K, S, B]
     active: np.ndarray  # bool [K, S] (host copy: which steps update each client)
+    epoch_steps: np.ndarray  # int [K] minibatches in one pass over a client's data, ⌈n_k / min(B, n_k)⌉
 
     @property
     def num_steps(self) -> int:
         return self.index.shape[1]
 
-    def all_active(self, step: int) -> bool:
-        return bool(self.active[:, step].all())
+    def rows(self, rows: slice) -> BatchSchedule:
+        """The schedule of the clients in ``rows``."""
+        return BatchSchedule(self.index[rows], self.mask[rows], self.active[rows], self.epoch_steps[rows])
 
 
 def steps_per_client(
@@ -106,4 +108,5 @@ def draw_schedule(
     index = padded_index[kk, local]
     mask = torch.as_tensor(valid, device=device, dtype=dtype)
     active = np.arange(s_max)[None, :] < n_steps[:, None]
-    return BatchSchedule(index=index, mask=mask, active=active)
+    epoch_steps = -(-counts // np.minimum(b, counts))
+    return BatchSchedule(index=index, mask=mask, active=active, epoch_steps=epoch_steps)

@@ -2,7 +2,8 @@
 
 An algorithm never touches a DataLoader or an ``nn.Module``: it calls
 
-* ``train(clients, start, spec, seed)``: local training (batched or sequential trainer, same numbers);
+* ``train(clients, start, spec, seed)``: local training (batched or sequential trainer, same numbers), or
+  ``stack(...)`` for the same clients' state advanced step by step (``stack.py``);
 * ``losses(w, clients, split)``: each client's mean loss and accuracy on its full split (train, val or
   test), at one model ``[P]`` or at per-client models ``[K, P]`` (q-FFL's F_k at the received model,
   Power-of-Choice, AFL, ...);
@@ -30,10 +31,11 @@ from fairfl_core.data.federated import SPLITS, FederatedDataset
 from fairfl_core.sim.batches import draw_schedule
 from fairfl_core.sim.client_map import client_grad_and_value, client_map, resolve_client_axis
 from fairfl_core.sim.faults import completed_steps, truncate_schedule
-from fairfl_core.sim.local import BatchedTrainer, LocalResult, LocalSpec
+from fairfl_core.sim.local import LocalResult, LocalSpec
 from fairfl_core.sim.mlp_step import dense_relu_layers, mlp_gradient
 from fairfl_core.sim.params import ParamSpace
 from fairfl_core.sim.sequential import SequentialTrainer
+from fairfl_core.sim.stack import BatchedTrainer, ClientStack, FeatureView
 
 __all__ = ["Engine", "TRAINERS"]
 
@@ -69,7 +71,7 @@ class Engine:
         self.buffers = dict(self.model.named_buffers())
         self.eval_batch = eval_batch
         self.chunk_size = chunk_size
-        self._feature_view = _FeatureView(self.model)
+        self._feature_view = FeatureView(self.model)
         self.client_axis = resolve_client_axis(client_axis, self.model, self.device)
         self.relu_mlp = dense_relu_layers(self.model) if self.client_axis == "bmm" else None
         if kind == "batched":
@@ -104,11 +106,28 @@ class Engine:
         seed: int,
         work: np.ndarray | None = None,
     ) -> LocalResult:
-        """Local training of ``clients`` from ``start`` (``[P]`` shared or ``[K, P]``).
+        """Local training of ``clients`` from ``start`` (``[P]`` shared or ``[K, P]``): every step of every
+        client's schedule (``schedule``), the stack stepped to the end (``stack.py``).
 
         ``work`` ``[K]``: the fraction f_k of its scheduled steps each client completes (stragglers,
         ``sim/faults.py``): only its first ⌈f_k K_k⌉ minibatches of the same schedule; None = all.
         """
+        return self.trainer.train(start, spec, self.schedule(clients, spec, seed, work))
+
+    def stack(
+        self,
+        clients: np.ndarray,
+        start: torch.Tensor,
+        spec: LocalSpec,
+        seed: int,
+        work: np.ndarray | None = None,
+    ) -> ClientStack:
+        """The clients' local-training state at ``start``, to be advanced step by step (``stack.py``): the
+        same minibatch streams as ``train`` with the same arguments."""
+        return self.trainer.stack(start, spec, self.schedule(clients, spec, seed, work))
+
+    def schedule(self, clients: np.ndarray, spec: LocalSpec, seed: int, work: np.ndarray | None = None):
+        """The clients' minibatch streams for one round (``batches.py``), truncated for stragglers."""
         clients = np.asarray(clients)
         index, _ = self._padded["train"]
         schedule = draw_schedule(
@@ -122,7 +141,7 @@ class Engine:
         )
         if work is not None:
             schedule = truncate_schedule(schedule, completed_steps(schedule.active.sum(axis=1), work))
-        return self.trainer.train(start, spec, schedule)
+        return schedule
 
     # -- forward passes ----------------------------------------------------------------------------------
     def logits(self, w: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -255,14 +274,3 @@ class Engine:
                 hits += float((out.argmax(-1) == y).sum())
         n = max(len(idx), 1)
         return hits / n, loss / n
-
-
-class _FeatureView(nn.Module):
-    """Wraps a model so that ``forward`` returns ``model.features(x)`` (same parameter names)."""
-
-    def __init__(self, model: nn.Module):
-        super().__init__()
-        self.inner = model
-
-    def forward(self, x):
-        return self.inner.features(x)

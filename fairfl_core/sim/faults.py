@@ -105,7 +105,7 @@ class RoundFaults:
         if up.all():
             return rows
         if isinstance(rows, LocalResult):
-            return LocalResult(self.kept(rows.params), self.kept(rows.train_loss))
+            return rows.rows(torch.as_tensor(np.flatnonzero(up), device=rows.params.device))
         return rows[torch.as_tensor(np.flatnonzero(up), device=rows.device)]
 
     def steps_done(self, scheduled: Any) -> np.ndarray:

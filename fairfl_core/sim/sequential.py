@@ -1,7 +1,9 @@
-"""The sequential reference engine: one ``nn.Module`` and one ``torch.optim.SGD``, client after client.
+"""The sequential reference trainer: one ``nn.Module`` and one ``torch.optim.SGD``, client by client.
 
-It performs the local step documented in ``local.py`` the way a plain PyTorch FL loop does, on the same
-minibatch schedule, and exists to check the batched trainer (tests require equal parameters in float64).
+Each step of each client loads its parameters into the module, takes the minibatch gradient by ``backward``,
+adds ``local.py``'s step terms (the same term objects as the batched trainer) and lets ``torch.optim.SGD``
+apply it, with the client's own momentum buffer. It exists to check the batched trainer: the tests require
+equal parameters in float64 for every registered algorithm.
 """
 
 from __future__ import annotations
@@ -9,69 +11,92 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 
+import numpy as np
 import torch
 from torch import nn
 
 from fairfl_core.sim.batches import BatchSchedule
-from fairfl_core.sim.local import LocalResult, LocalSpec, masked_mean_loss, per_client
+from fairfl_core.sim.local import LocalResult, LocalSpec, combine, masked_mean_loss
 from fairfl_core.sim.params import ParamSpace
+from fairfl_core.sim.stack import ClientStack
 
-__all__ = ["SequentialTrainer"]
+__all__ = ["SequentialStack", "SequentialTrainer"]
 
 
 class SequentialTrainer:
-    def __init__(
-        self,
-        model: nn.Module,
-        space: ParamSpace,
-        inputs: Callable,
-        labels: torch.Tensor,
-        chunk_size: int | None = None,
-    ):
+    def __init__(self, model: nn.Module, space: ParamSpace, inputs: Callable, labels: torch.Tensor):
         self.model = copy.deepcopy(model)
         self.space, self.inputs, self.labels = space, inputs, labels
-        self.model.train()
         self.params = [dict(self.model.named_parameters())[n] for n in space.names]
 
-    def train(self, start: torch.Tensor, spec: LocalSpec, schedule: BatchSchedule) -> LocalResult:
-        k_clients = schedule.index.shape[0]
-        out = torch.empty(k_clients, self.space.size, dtype=start.dtype, device=start.device)
-        losses = torch.zeros(k_clients, dtype=start.dtype, device=start.device)
-        for k in range(k_clients):
-            out[k], losses[k] = self._train_client(k, start[k] if start.dim() == 2 else start, spec, schedule)
-        return LocalResult(out, losses)
+    def stack(self, start: torch.Tensor, spec: LocalSpec, schedule: BatchSchedule) -> SequentialStack:
+        return SequentialStack(self, start, spec, schedule)
 
-    def _train_client(self, k: int, start: torch.Tensor, spec: LocalSpec, schedule: BatchSchedule):
-        self.space.load_into(self.model, start)
-        ref = per_client(spec.prox_ref, slice(k, k + 1))
-        ref = self.space.unflatten(ref.reshape(-1) if ref is not None else start.clone())
-        mix = per_client(spec.mix_vector, slice(k, k + 1))
-        mix = self.space.unflatten(mix.reshape(-1)) if mix is not None else None
-        shift = per_client(spec.grad_shift, slice(k, k + 1))
-        shift = self.space.unflatten(shift.reshape(-1)) if shift is not None else None
-        scale = float(spec.grad_scale[k]) if spec.grad_scale is not None else 1.0
-        opt = torch.optim.SGD(self.params, lr=spec.lr, momentum=spec.momentum, weight_decay=spec.weight_decay)
-        total, n_steps = 0.0, 0
-        for s in range(schedule.num_steps):
-            if not schedule.active[k, s]:
+    def train(self, start: torch.Tensor, spec: LocalSpec, schedule: BatchSchedule) -> LocalResult:
+        stack = self.stack(start, spec, schedule)
+        for _ in range(schedule.num_steps):
+            stack.step()
+        return stack.result()
+
+
+class SequentialStack(ClientStack):
+    """K clients stepped one after another through the module and ``torch.optim.SGD``."""
+
+    def __init__(self, trainer: SequentialTrainer, start, spec, schedule):
+        super().__init__(trainer, start, spec, schedule)
+        self.opt = torch.optim.SGD(trainer.params, lr=spec.lr, momentum=spec.momentum)
+        self.momentum: dict[int, list[torch.Tensor]] = {}  # each client's SGD momentum buffers
+
+    def _step(self, sel, host_rows, steps, on) -> None:
+        host_rows = np.arange(self.num_clients) if host_rows is None else host_rows
+        idx, m = self._batch(sel, steps, on)
+        model, params = self.trainer.model, self.trainer.params
+        losses = torch.zeros(len(host_rows), dtype=self.dtype, device=self.device)
+        for r, k in enumerate(host_rows):
+            if not on[r]:
                 continue
-            idx = schedule.index[k, s]
-            x, y, m = self.inputs(idx, start.dtype), self.labels[idx], schedule.mask[k, s].to(start.dtype)
-            opt.zero_grad(set_to_none=False)
-            loss = masked_mean_loss(self.model(x), y, m)
-            if spec.objective is not None:
-                loss = spec.objective(loss)
-            loss.backward()
+            own = torch.as_tensor([k], device=self.device)
+            ws = [t[k : k + 1] for t in self.ws]
             with torch.no_grad():
-                for name, p in zip(self.space.names, self.params, strict=True):
-                    p.grad.mul_(scale)
-                    if mix is not None and spec.mix_alpha:
-                        p.grad.lerp_(mix[name], spec.mix_alpha)
-                    if shift is not None:
-                        p.grad.add_(shift[name])
-                    if spec.prox_mu:
-                        p.grad.add_(p - ref[name], alpha=spec.prox_mu)
-            opt.step()
-            total += float(loss.detach())
-            n_steps += 1
-        return self.space.from_module(self.model), total / max(n_steps, 1)
+                for p, w in zip(params, ws, strict=True):
+                    p.copy_(w[0])
+            x, y = self.trainer.inputs(idx[r], self.dtype), self.trainer.labels[idx[r]]
+            self.opt.zero_grad(set_to_none=False)
+            model.train()
+            loss = masked_mean_loss if self.spec.loss is None else self.spec.loss
+            value = loss(model(x), y, m[r])
+            if self.spec.objective is not None:
+                value = self.spec.objective(value)
+            value.backward()
+            model.eval()
+            self._record(
+                own,
+                steps[r : r + 1],
+                on[r : r + 1],
+                m[r : r + 1],
+                value.detach()[None],
+                lambda x=x: model.features(x)[None],
+            )
+            scale, drift = combine(self.terms, ws, own)
+            with torch.no_grad():
+                for i, p in enumerate(params):
+                    if scale is not None:
+                        p.grad.mul_(scale[0])
+                    if drift is not None:
+                        p.grad.add_(drift[i][0])
+            self._swap_momentum(k)
+            self.opt.step()
+            with torch.no_grad():
+                for p, w in zip(params, ws, strict=True):
+                    w[0].copy_(p)
+            losses[r] = value.detach()
+        self._advance(sel, None if sel is None else host_rows, losses, on)
+
+    def _swap_momentum(self, k: int) -> None:
+        """Give the optimiser client k's momentum buffers (fresh zeros before its first step)."""
+        if not self.spec.momentum:
+            return
+        if k not in self.momentum:
+            self.momentum[k] = [torch.zeros_like(p) for p in self.trainer.params]
+        for p, buf in zip(self.trainer.params, self.momentum[k], strict=True):
+            self.opt.state[p]["momentum_buffer"] = buf

@@ -1,0 +1,304 @@
+"""Local training at step level: the stacked state of K clients, advanced one step for any subset of them.
+
+A :class:`ClientStack` holds the K clients' parameters (one contiguous ``[K, ...]`` tensor per parameter),
+their momentum buffers, their position in their own minibatch stream (a ``BatchSchedule``: client k's s-th
+step uses ``schedule.index[k, s]``), their running objective and their statistics. ``step(rows)`` advances
+the given rows by one step each, on each row's next minibatch, and leaves the other rows exactly as they are;
+``mix(fn)`` replaces the stacked parameters X by fn(X) (gossip X ← W X); ``result()`` reads everything out.
+``BatchedTrainer.train`` is a loop of ``step()`` over the schedule, so training K steps at once and taking K
+single steps give the same numbers (``tests/sim/test_stack.py``).
+
+All stepping rows' minibatch gradients come from one call: ``vmap(grad(...))`` over the client axis, a loop of
+reverse-mode autograd calls (recurrent models; convolutional models on CPU), or the closed form of
+``mlp_step.py`` added into the weights by batched GEMMs (ReLU MLPs). The step itself is ``local.py``'s:
+``w ← w − η (s g + δ)``, with momentum ``b ← β b + s g + δ``, ``w ← w − η b``. A row that takes no step (its
+schedule is padded or exhausted) keeps its parameters and momentum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import functional_call
+
+from fairfl_core.sim.batches import BatchSchedule
+from fairfl_core.sim.client_map import client_grad_and_value, client_map
+from fairfl_core.sim.local import LocalResult, LocalSpec, combine, masked_mean_loss, take
+from fairfl_core.sim.mlp_step import dense_relu_layers, mlp_gradient
+from fairfl_core.sim.params import ParamSpace
+from fairfl_core.sim.statistics import StepView
+
+__all__ = ["BatchedStack", "BatchedTrainer", "ClientStack", "FeatureView", "per_row"]
+
+
+class FeatureView(nn.Module):
+    """A model whose ``forward`` is ``model.features(x)`` (parameter names prefixed ``inner.``)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.inner = model
+
+    def forward(self, x):
+        return self.inner.features(x)
+
+
+class BatchedTrainer:
+    """Local training of many clients as one stacked computation (``torch.func``)."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        space: ParamSpace,
+        inputs: Callable,
+        labels: torch.Tensor,
+        chunk_size: int | None = None,
+        client_axis: str = "vmap",
+    ):
+        self.model, self.space = model, space
+        self.inputs, self.labels = inputs, labels
+        self.buffers = dict(model.named_buffers())
+        self.chunk_size = chunk_size
+        self.client_axis = client_axis
+        self.relu_mlp = dense_relu_layers(model) if client_axis == "bmm" else None  # checked by the engine
+        view = FeatureView(model)
+        buffers = {f"inner.{n}": t for n, t in self.buffers.items()}
+
+        def features(params, x):
+            return functional_call(view, ({f"inner.{n}": t for n, t in params.items()}, buffers), (x,))
+
+        self.features = client_map(features, "vmap" if client_axis == "bmm" else client_axis)
+
+    def gradient_fn(self, spec: LocalSpec) -> Callable:
+        """``(params {name: [R, ...]}, x, y, mask, scale [R] | None) → (gradient, objective [R])``.
+
+        The gradient has ``add_to(tensors, alpha)``: the closed form of ``mlp_step.py`` for
+        ``client_axis="bmm"`` (unless the spec brings its own ``loss``), else the gradient of the loss mapped
+        over the client axis. Gradients are taken with respect to the stacked parameter tensors and the SGD
+        update runs on them, so no step copies the whole ``[K, P]`` (differentiating the flat vector itself
+        makes autograd materialise a zero-padded ``[K, P]`` per parameter tensor).
+        """
+        objective = spec.objective
+        if self.client_axis == "bmm" and spec.loss is None:
+            flattens = self.relu_mlp[0]
+
+            def closed_form(params, x, y, m, scale):
+                return mlp_gradient(flattens, list(params.values()), x, y, m, scale, objective)
+
+            return closed_form
+        model, buffers, base_loss = self.model, self.buffers, spec.loss or masked_mean_loss
+
+        def loss(params, x, y, m):
+            value = base_loss(functional_call(model, (params, buffers), (x,)), y, m)
+            return objective(value) if objective is not None else value
+
+        # dropout: each client draws its own masks
+        axis = "vmap" if self.client_axis == "bmm" else self.client_axis
+        mapped = client_grad_and_value(loss, axis, randomness="different")
+
+        def autograd(params, x, y, m, scale):
+            grads, value = mapped(params, x, y, m)
+            g = list(grads.values())
+            if scale is not None:
+                torch._foreach_mul_(g, per_row(scale, g))
+            return ExplicitGradient(g), value
+
+        return autograd
+
+    def stack(self, start: torch.Tensor, spec: LocalSpec, schedule: BatchSchedule) -> ClientStack:
+        """The K clients of ``schedule`` at ``start`` (``[P]`` shared or ``[K, P]``), ready to step."""
+        return BatchedStack(self, start, spec, schedule)
+
+    def train(self, start: torch.Tensor, spec: LocalSpec, schedule: BatchSchedule) -> LocalResult:
+        """Every client's whole schedule, ``chunk_size`` clients at a time (bounds memory)."""
+        k_clients = schedule.index.shape[0]
+        chunk = self.chunk_size or k_clients
+        parts = []
+        for lo in range(0, k_clients, chunk):
+            rows = slice(lo, min(lo + chunk, k_clients))
+            part_spec = spec if chunk == k_clients else spec.rows(rows)
+            part = self.stack(start[rows] if start.dim() == 2 else start, part_spec, schedule.rows(rows))
+            for _ in range(schedule.num_steps):
+                part.step()
+            parts.append(part.result())
+        return LocalResult.concat(parts)
+
+
+def per_row(values: torch.Tensor, like: list[torch.Tensor]) -> list[torch.Tensor]:
+    """A per-client ``[R]`` vector shaped to multiply each stacked parameter tensor ``[R, ...]``."""
+    return [values.view(-1, *([1] * (t.dim() - 1))) for t in like]
+
+
+class ClientStack:
+    """The local-training state of K clients (module docstring); subclasses define ``step``."""
+
+    def __init__(self, trainer, start: torch.Tensor, spec: LocalSpec, schedule: BatchSchedule):
+        k = schedule.index.shape[0]
+        self.trainer, self.spec, self.schedule = trainer, spec, schedule
+        self.dtype, self.device = start.dtype, start.device
+        # one contiguous [K, ...] tensor per parameter: a batched GEMM into a strided view of the flat [K, P]
+        # runs client by client
+        flat = start if start.dim() == 2 else start.expand(k, -1)
+        self.params = {
+            name: t.clone(memory_format=torch.contiguous_format)
+            for name, t in trainer.space.unflatten(flat).items()
+        }
+        self.ws = list(self.params.values())
+        self.terms = [term.bind(trainer.space, self.ws) for term in spec.step_terms()]
+        self.cursor = np.zeros(k, dtype=np.int64)
+        self.loss_sum = torch.zeros(k, dtype=self.dtype, device=self.device)
+        self.stats = {stat.name: (stat, stat.start(schedule)) for stat in spec.statistics}
+
+    @property
+    def num_clients(self) -> int:
+        return len(self.cursor)
+
+    def step(self, rows: np.ndarray | None = None) -> None:
+        """Advance ``rows`` (indices into the K clients, None = all) by one step each, on each one's next
+        minibatch; a row whose schedule is padded or exhausted there stays as it is."""
+        sel, host_rows, steps, on = self._positions(rows)
+        if on.any():
+            self._step(sel, host_rows, steps, on)
+        elif len(steps):
+            self._advance(sel, host_rows, torch.zeros(len(steps), dtype=self.dtype, device=self.device), on)
+
+    def _step(self, sel, host_rows, steps, on) -> None:
+        """One step of the rows ``sel`` (None: all, in lockstep) at least one of which really steps."""
+        raise NotImplementedError
+
+    def _positions(self, rows: np.ndarray | None):
+        """``(sel, host_rows, steps, on)`` of the stepping rows: ``sel`` a LongTensor (None: all K rows, every
+        one at the same step), their step numbers, and whether each really steps (bool ``[R]``)."""
+        schedule = self.schedule
+        if rows is None and (self.cursor == self.cursor[0]).all():
+            steps = self.cursor.copy()
+            s = min(int(steps[0]), schedule.num_steps - 1)
+            return None, None, steps, schedule.active[:, s] & (steps < schedule.num_steps)
+        host_rows = np.arange(self.num_clients) if rows is None else np.asarray(rows, dtype=np.int64)
+        steps = self.cursor[host_rows]
+        at = np.minimum(steps, schedule.num_steps - 1)
+        on = schedule.active[host_rows, at] & (steps < schedule.num_steps)
+        return torch.as_tensor(host_rows, device=self.device), host_rows, steps, on
+
+    def _batch(self, sel, steps, on):
+        """Sample index and sample mask ``[R, B]`` of the rows' step (mask 0 where a row does not step)."""
+        schedule = self.schedule
+        at = np.minimum(steps, schedule.num_steps - 1)
+        if sel is None:
+            idx, m = schedule.index[:, int(at[0])], schedule.mask[:, int(at[0])]
+        else:
+            at_t = torch.as_tensor(at, device=self.device)
+            idx, m = schedule.index[sel, at_t], schedule.mask[sel, at_t]
+        if not on.all():
+            m = m * torch.as_tensor(on, device=m.device).to(m)[:, None]
+        return idx, m.to(self.dtype)
+
+    def _advance(self, sel, host_rows, loss, on) -> None:
+        """Add the stepping rows' objective to their running sum and move their cursors on."""
+        gained = torch.where(torch.as_tensor(on, device=self.device), loss, torch.zeros_like(loss))
+        if sel is None:
+            self.loss_sum += gained
+            self.cursor += 1
+        else:
+            self.loss_sum.index_add_(0, sel, gained)
+            self.cursor[host_rows] += 1
+
+    def _record(self, sel, steps, on, m, loss, features: Callable[[], torch.Tensor]) -> None:
+        """Feed the statistics a view of this step (features computed at most once, dropout off)."""
+        if not self.stats:
+            return
+        cache: list[torch.Tensor] = []
+
+        def once() -> torch.Tensor:
+            if not cache:
+                with torch.no_grad():
+                    cache.append(features())
+            return cache[0]
+
+        active = torch.as_tensor(on, device=self.device).to(self.dtype)
+        view = StepView(sel, np.asarray(steps), active, m, loss.detach(), once)
+        for stat, acc in self.stats.values():
+            stat.update(acc, view)
+
+    def mix(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        """X ← fn(X) for each stacked parameter tensor ``[K, ...]`` (gossip: ``fn = Mixer(W)``)."""
+        for t in self.ws:
+            t.copy_(fn(t))
+
+    def flat_params(self) -> torch.Tensor:
+        """The K clients' current parameters ``[K, P]`` (a copy)."""
+        return self.trainer.space.flatten(self.params, batch_dims=1)
+
+    def steps_taken(self) -> np.ndarray:
+        """Steps each client has really taken (padded and exhausted ones excluded)."""
+        upto = np.minimum(self.cursor, self.schedule.num_steps)
+        return (self.schedule.active & (np.arange(self.schedule.num_steps)[None, :] < upto[:, None])).sum(
+            axis=1
+        )
+
+    def result(self) -> LocalResult:
+        """Parameters, mean objective over the steps each client took, and the statistics."""
+        done = torch.as_tensor(self.steps_taken(), dtype=self.dtype, device=self.device)
+        stats = {name: stat.finish(acc) for name, (stat, acc) in self.stats.items()}
+        return LocalResult(self.flat_params(), self.loss_sum / done.clamp_min(1), stats)
+
+
+class BatchedStack(ClientStack):
+    """Every stepping row's gradient in one mapped call; the update on the stacked tensors."""
+
+    def __init__(self, trainer: BatchedTrainer, start, spec, schedule):
+        super().__init__(trainer, start, spec, schedule)
+        self.bufs = [torch.zeros_like(t) for t in self.ws] if spec.momentum else None
+        self.gradient = trainer.gradient_fn(spec)
+
+    def _step(self, sel, host_rows, steps, on_host) -> None:
+        spec, lr, dtype = self.spec, self.spec.lr, self.dtype
+        idx, m = self._batch(sel, steps, on_host)
+        ws = take(self.ws, sel)
+        on = None if on_host.all() else torch.as_tensor(on_host, device=self.device).to(dtype)
+        scale, drift = combine(self.terms, ws, sel)
+        step_scale = scale if on is None else on * (1.0 if scale is None else scale)
+        x, y = self.trainer.inputs(idx, dtype), self.trainer.labels[idx]
+        params = self.params if sel is None else dict(zip(self.params, ws, strict=True))
+        model = self.trainer.model
+        model.train()
+        try:
+            grad, loss = self.gradient(params, x, y, m, step_scale)
+        finally:
+            model.eval()
+        self._record(sel, steps, on_host, m, loss, lambda: self.trainer.features(params, x))
+        on_rows = None if on is None else per_row(on, ws)
+        if drift is not None and on_rows is not None:
+            drift = torch._foreach_mul(drift, on_rows)
+        if self.bufs is None:
+            if drift is not None:
+                torch._foreach_add_(ws, drift, alpha=-lr)
+            grad.add_to(ws, -lr)
+        else:
+            bufs = take(self.bufs, sel)
+            beta = spec.momentum if on is None else per_row(on * spec.momentum + (1 - on), ws)
+            torch._foreach_mul_(bufs, beta)
+            if drift is not None:
+                torch._foreach_add_(bufs, drift)
+            grad.add_to(bufs, 1.0)
+            torch._foreach_add_(ws, bufs if on_rows is None else torch._foreach_mul(bufs, on_rows), alpha=-lr)
+            if sel is not None:
+                for t, b in zip(self.bufs, bufs, strict=True):
+                    t.index_copy_(0, sel, b)
+        if sel is not None:
+            for t, w in zip(self.ws, ws, strict=True):
+                t.index_copy_(0, sel, w.detach())
+        self._advance(sel, host_rows, loss.detach(), on_host)
+
+
+@dataclass
+class ExplicitGradient:
+    """Per-client gradients written out, stacked per parameter tensor (cf. ``mlp_step.FactoredGradient``)."""
+
+    grads: list[torch.Tensor]
+
+    def add_to(self, tensors: list[torch.Tensor], alpha: float) -> None:
+        torch._foreach_add_(tensors, self.grads, alpha=alpha)
