@@ -83,8 +83,7 @@ class AAggFFHyper(FedAvgHyper):
     cdf: str = "normal"
     dr_estimate: str = "standard"
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         if self.cdf not in CDFS:
             raise ValueError(f"cdf must be one of {tuple(CDFS)}, got {self.cdf!r}")
         if self.dr_estimate not in DR_ESTIMATES:

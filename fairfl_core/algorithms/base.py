@@ -1,25 +1,172 @@
-"""Algorithm registry and the hyperparameter plumbing shared by all algorithms."""
+"""The algorithm contract, and the registry that makes algorithms available by name.
+
+The runner calls only ``round(t) -> RoundOutput`` plus ``eval_params`` / ``personal_params`` /
+``state_dict`` / ``load_state_dict``. :class:`FederatedAlgorithm` implements ``round`` for the usual shape of
+a round, from three methods an algorithm writes (after Flower's ``configure_train`` / ``aggregate_train`` and
+FedJAX's client/server split):
+
+    configure(t)                    → Plan         server → clients: who trains, from where, which local step
+    client_update(t, plan, faults)  → LocalResult  the clients' work (default: the engine trains plan.clients)
+    aggregate(t, plan, uploads)     → Update       clients → server: the new model, the weights, diagnostics
+
+Between them the round draws the simulated faults (``sim/faults.py``): ``configure`` sees every selected
+client, ``aggregate`` sees only the uploads that arrived (``Uploads.clients``; ``Uploads.kept`` takes the
+survivors' rows of anything computed per selected client at configure time, such as ``Plan.notes``). A round
+in which nothing arrives leaves the model and the state unchanged and is recorded ``"skipped": true``. After
+``aggregate`` the server plug-ins (``server_plugins.py``) act on the new model. An algorithm whose round has
+another shape (AFGA's gossip between local steps) overrides ``round`` itself and drives a ``ClientStack``.
+
+Everything an algorithm keeps across rounds lives in ``self.state`` (checkpointed as is); anything passed
+within a round travels in the ``Plan`` and ``Uploads``, never in attributes.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+import torch
 
+from fairfl_core.algorithms.server_plugins import ServerPlugins
 from fairfl_core.dataclass_io import build_dataclass
+from fairfl_core.sim.batches import steps_per_client
+from fairfl_core.sim.faults import RoundFaults
+from fairfl_core.sim.local import LocalResult, LocalSpec
 
-__all__ = ["ALGORITHMS", "RoundOutput", "register", "make_hyper", "build_algorithm", "algorithm_class"]
+__all__ = [
+    "ALGORITHMS",
+    "FederatedAlgorithm",
+    "Plan",
+    "RoundOutput",
+    "Update",
+    "Uploads",
+    "algorithm_class",
+    "build_algorithm",
+    "make_hyper",
+    "register",
+]
 
 ALGORITHMS: dict[str, type] = {}
 
 
 @dataclass
 class RoundOutput:
-    """What one round reports: the clients that trained and per-algorithm diagnostics (JSON-able)."""
+    """What one round reports: the clients selected and per-algorithm diagnostics (JSON-able)."""
 
     selected: np.ndarray
     diagnostics: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Plan:
+    """What the server sends in round t: ``clients`` train ``spec`` from ``start`` (``[P]`` or ``[K, P]``;
+    None = the global model). ``notes``: the algorithm's own data for its ``aggregate`` (any type)."""
+
+    clients: np.ndarray
+    spec: LocalSpec
+    start: torch.Tensor | None = None
+    notes: Any = None
+
+
+@dataclass
+class Uploads:
+    """What reaches the server: the surviving ``clients``' local results, and the local steps each
+    completed (a straggler's truncated count)."""
+
+    clients: np.ndarray
+    result: LocalResult
+    steps: np.ndarray
+    faults: RoundFaults
+
+    @property
+    def params(self) -> torch.Tensor:
+        return self.result.params
+
+    def kept(self, rows: Any) -> Any:
+        """The survivors' rows of a per-selected-client tensor ``[K, ...]`` (as is when all uploaded)."""
+        return self.faults.kept(rows)
+
+
+@dataclass
+class Update:
+    """The server's step: the new global model ``w`` (before the server plug-ins), the weights p over the
+    uploads it averaged with (FedVARP corrects with them; None = uniform), its η_g, and diagnostics."""
+
+    w: torch.Tensor
+    weights: torch.Tensor | None = None
+    server_lr: float = 1.0
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+
+class FederatedAlgorithm:
+    """Base of every algorithm: the state, the round template and what the runner reads (module docstring)."""
+
+    Hyper: ClassVar[type]
+    personalized: ClassVar[bool] = False
+    name: ClassVar[str]
+
+    def __init__(self, sim, hp):
+        self.sim, self.hp = sim, hp
+        self.plugins = ServerPlugins(hp)
+        w = sim.engine.init_params()
+        self.state: dict[str, Any] = {"w": w, **self.plugins.init_state(w, sim.num_clients)}
+
+    @property
+    def w(self) -> torch.Tensor:
+        return self.state["w"]
+
+    # -- what an algorithm writes ----------------------------------------------------------------------------
+    def configure(self, t: int) -> Plan:
+        raise NotImplementedError
+
+    def client_update(self, t: int, plan: Plan, faults: RoundFaults) -> LocalResult:
+        """Local training of ``plan.clients`` on round t's minibatch streams (a straggler's truncated)."""
+        start = self.w if plan.start is None else plan.start
+        return self.sim.engine.train(
+            plan.clients, start, plan.spec, self.sim.seed_for(t, "batches"), faults.train_work
+        )
+
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        raise NotImplementedError
+
+    # -- the round -------------------------------------------------------------------------------------------
+    def round(self, t: int) -> RoundOutput:
+        plan = self.configure(t)
+        faults = self.sim.faults(t, plan.clients)
+        if not faults.uploaded.any():  # nothing reaches the server: the model and the state stay as they are
+            return RoundOutput(plan.clients, {"faults": faults.record(), "skipped": True})
+        result = faults.kept(self.client_update(t, plan, faults))
+        spec, counts = plan.spec, self.sim.engine.counts("train")[plan.clients]
+        scheduled = steps_per_client(counts, spec.batch_size, spec.steps, spec.epochs)
+        uploads = Uploads(faults.survivors, result, faults.steps_done(scheduled), faults)
+        update = self.aggregate(t, plan, uploads)
+        self.apply(update, uploads)
+        diagnostics = {"train_loss": float(result.train_loss.mean()), **update.diagnostics}
+        if faults.kind != "none":
+            diagnostics["faults"] = faults.record()
+        return RoundOutput(plan.clients, diagnostics)
+
+    def apply(self, update: Update, uploads: Uploads) -> None:
+        """x_{t+1}: ``update.w`` after the server plug-ins (``server_plugins.py``)."""
+        self.state["w"] = self.plugins.apply(
+            self.state, update.w, uploads.clients, uploads.params, update.weights, update.server_lr
+        )
+
+    # -- what the runner evaluates and checkpoints ------------------------------------------------------
+    def eval_params(self) -> torch.Tensor:
+        """The global model reported at evaluation time."""
+        return self.w
+
+    def personal_params(self) -> torch.Tensor | None:
+        """Per-client models ``[N, P]`` for personalised methods (None otherwise)."""
+        return None
+
+    def state_dict(self) -> dict[str, Any]:
+        return dict(self.state)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.state = dict(state)
 
 
 def register(name: str):

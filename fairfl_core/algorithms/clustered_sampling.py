@@ -41,8 +41,7 @@ class ClusteredSamplingHyper(FedProxHyper):
     mu: float = 0.0
     similarity: str = "arccos"
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         if (self.sampling, self.replacement) != ("uniform", False):
             raise ValueError(
                 "sampling/replacement do not apply to clustered_sampling (one client is drawn per "

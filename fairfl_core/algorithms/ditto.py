@@ -36,8 +36,7 @@ class DittoHyper(FedAvgHyper):
 
     lam: float = 0.5
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         if not self.lam >= 0:
             raise ValueError(f"lam (Ditto's λ) must be non-negative, got {self.lam}")
 

@@ -48,8 +48,7 @@ class DivFLHyper(FedProxHyper):
     subsample: float = 0.1
     grad_mode: str = "stale"
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         if (self.sampling, self.replacement) != ("uniform", False):
             raise ValueError(
                 "sampling/replacement do not apply to divfl (selection is by facility location); "

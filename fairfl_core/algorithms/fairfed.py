@@ -58,8 +58,7 @@ class FairFedHyper(FedProxHyper):
     mu: float = 0.0
     beta: float = 1.0
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         if self.weighting != "size":
             raise ValueError(
                 "weighting does not apply to fairfed (its weights start at n_k / n and follow β); "

@@ -23,16 +23,15 @@ truncated model), i.e. the EBA weights renormalised over the clients that upload
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import register
-from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper
+from fairfl_core.algorithms.base import Plan, Update, Uploads, register
+from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights
 from fairfl_core.algorithms.qffl import qffl_delta_and_h
-from fairfl_core.sim.local import LocalResult
 
 __all__ = [
     "FedEBA",
@@ -61,8 +60,7 @@ class FedEBAHyper(FedAvgHyper):
     tau_schedule: str = "constant"
     tau_kappa: float = 0.0
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         if not self.tau > 0:
             raise ValueError(f"tau (EBA temperature) must be > 0 (inf gives FedAvg weights), got {self.tau}")
         if self.loss_eval not in LOSS_EVALS:
@@ -144,31 +142,33 @@ class FedEBA(FedAvg):
     def tau(self, t: int) -> float:
         return annealed_tau(self.hp.tau, t, self.hp.tau_schedule, self.hp.tau_kappa)
 
-    def prior(self, t: int, clients: np.ndarray) -> torch.Tensor:
-        """q over S_t: FedAvg's weights (uniform, or ∝ n_i with ``weighting="size"``)."""
-        return super().weights(t, clients, {})
+    def prior(self, clients: np.ndarray) -> torch.Tensor:
+        """q over the clients: FedAvg's weights (uniform, or ∝ n_i with ``weighting="size"``)."""
+        return average_weights(self.sim, clients, self.hp, self.w)
 
     def eba(self, t: int, clients: np.ndarray, losses: torch.Tensor) -> torch.Tensor:
         """Aggregation weights of round t from the clients' losses (Eq. 4)."""
-        return eba_weights(losses, self.tau(t), self.prior(t, clients))
+        return eba_weights(losses, self.tau(t), self.prior(clients))
 
-    def reports(self, t: int, clients: np.ndarray, result: LocalResult) -> dict[str, Any]:
-        """F_i(x^i_{t,K}): each client's loss at its trained model (A5), and the EBA weights from it."""
+    def post_losses(self, uploads: Uploads) -> torch.Tensor:
+        """F_i(x^i_{t,K}): each client's loss at its trained model (``loss_eval``)."""
         if self.hp.loss_eval == "full":
-            post = self.sim.engine.losses(result.params, clients, "train")[0]
-        else:
-            post = result.train_loss
-        return {"post_losses": post, "agg_weights": self.eba(t, clients, post)}
+            return self.sim.engine.losses(uploads.params, uploads.clients, "train")[0]
+        return uploads.result.train_loss
 
-    def weights(self, t: int, clients: np.ndarray, reports: dict[str, Any]) -> torch.Tensor:
-        return reports["agg_weights"]
-
-    def diagnostics(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> dict:
-        p = reports["agg_weights"]
-        return {
-            **super().diagnostics(t, clients, result, reports),
+    def eba_update(self, t: int, uploads: Uploads, step: Callable | None = None) -> Update:
+        """x_t + η Δ_t with the EBA weights p of the post-training losses; Δ_t = Σ p_i Δ_i unless ``step``
+        is given as a function of p (the alignment updates of FedEBA+)."""
+        post = self.post_losses(uploads)
+        p = self.eba(t, uploads.clients, post)
+        delta = p @ (uploads.params - self.w) if step is None else step(p)
+        diagnostics = {
             "tau": self.tau(t),
             "weights_entropy": weights_entropy(p),
             "weight_max": float(p.max()),
-            "post_loss_max": float(reports["post_losses"].max()),
+            "post_loss_max": float(post.max()),
         }
+        return Update(self.w + self.hp.server_lr * delta, p, self.hp.server_lr, diagnostics)
+
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        return self.eba_update(t, uploads)

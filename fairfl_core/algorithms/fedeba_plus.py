@@ -52,19 +52,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import register
+from fairfl_core.algorithms.base import Plan, Update, Uploads, register
+from fairfl_core.algorithms.fedavg import select_clients
 from fairfl_core.algorithms.fedeba import FedEBA, FedEBAHyper
+from fairfl_core.algorithms.hyper import Hyper
 from fairfl_core.sim.batches import steps_per_client
-from fairfl_core.sim.local import LocalResult, LocalSpec
 
 __all__ = [
     "AlignedEBA",
-    "AlignmentHyper",
+    "Alignment",
     "FedEBAPlus",
     "FedEBAPlusHyper",
     "PracFedEBAPlus",
@@ -81,7 +82,7 @@ MODEL_ALIGN_SCALES = ("one_step", "local_steps")
 
 
 @dataclass
-class AlignmentHyper(FedEBAHyper):
+class Alignment(Hyper):
     """``alpha``: alignment weight α ∈ [0, 1] (α = β/τ of Eq. 7; paper 0.9); ``theta``: fair angle θ in
     degrees, gradient alignment iff φ_t > θ; ``entropy_weights``: False for the FedAvg+② ablation."""
 
@@ -89,8 +90,7 @@ class AlignmentHyper(FedEBAHyper):
     theta: float = 0.0
     entropy_weights: bool = True
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         if not 0 <= self.alpha <= 1:
             raise ValueError(f"alpha (alignment weight) must be in [0, 1] (0 = FedEBA), got {self.alpha}")
         if not 0 <= self.theta <= 180:
@@ -98,7 +98,7 @@ class AlignmentHyper(FedEBAHyper):
 
 
 @dataclass
-class FedEBAPlusHyper(AlignmentHyper):
+class FedEBAPlusHyper(Alignment, FedEBAHyper):
     """Alg. 1 defaults (Table 1: α = 0.9, τ = 0.1, θ = 0°); ``fair_grad`` (A7), ``fair_grad_units`` and
     ``model_align_scale`` (A9): see the module docstring."""
 
@@ -106,8 +106,7 @@ class FedEBAPlusHyper(AlignmentHyper):
     fair_grad_units: str = "gradient"
     model_align_scale: str = "one_step"
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         if self.fair_grad not in FAIR_GRADS:
             raise ValueError(f"fair_grad must be one of {FAIR_GRADS}, got {self.fair_grad!r}")
         if self.fair_grad_units not in FAIR_GRAD_UNITS:
@@ -121,7 +120,7 @@ class FedEBAPlusHyper(AlignmentHyper):
 
 
 @dataclass
-class PracFedEBAPlusHyper(AlignmentHyper):
+class PracFedEBAPlusHyper(Alignment, FedEBAHyper):
     """Alg. 3 with the paper's recommended θ = 15° (α, τ not stated: FedEBA+'s 0.9 and 0.1, A16)."""
 
     theta: float = 15.0
@@ -161,10 +160,20 @@ def extra_cost(extra: int, rounds: int) -> float:
     return extra / total if total else 0.0
 
 
+@dataclass
+class AlignmentPlan:
+    """FedEBA+'s exchanges before local training, per selected client: the losses L_i = F_i(x_t), the fair
+    angle, the branch it selects, and for model alignment the one-step updates Δ̃^a ``[K, P]``."""
+
+    pre_losses: torch.Tensor
+    fair_angle: float
+    branch: str
+    one_step: torch.Tensor | None = None
+
+
 class AlignedEBA(FedEBA):
     """What FedEBA+ and Prac-FedEBA+ share: the fair-angle test, FedAvg+② weights, the diagnostics."""
 
-    Hyper = AlignmentHyper
     extra_exchange: ClassVar[bool] = True  # a gradient-alignment round costs one more exchange
 
     def __init__(self, sim, hp):
@@ -172,42 +181,38 @@ class AlignedEBA(FedEBA):
         self.state["extra_comms"] = 0
 
     def eba(self, t: int, clients: np.ndarray, losses: torch.Tensor) -> torch.Tensor:
-        return super().eba(t, clients, losses) if self.hp.entropy_weights else self.prior(t, clients)
+        return super().eba(t, clients, losses) if self.hp.entropy_weights else self.prior(clients)
 
-    def fair_angle_test(self, losses: torch.Tensor) -> dict[str, Any]:
-        """φ_t and the branch it selects; α = 0 aligns nothing (FedEBA, A29)."""
+    def fair_angle_test(self, losses: torch.Tensor) -> AlignmentPlan:
+        """φ_t and the branch it selects; α = 0 aligns nothing (FedEBA)."""
         angle = fair_angle(losses)
         branch = "none" if self.hp.alpha == 0 else ("gradient" if angle > self.hp.theta else "model")
-        return {"pre_losses": losses, "fair_angle": angle, "branch": branch}
+        return AlignmentPlan(losses, angle, branch)
 
     def local_steps(self, t: int, clients: np.ndarray) -> torch.Tensor:
-        """K_i: local steps of each selected client this round (equal in steps mode)."""
+        """K_i: local steps of each client this round (equal in steps mode)."""
         spec = self.sim.local_spec(t)
         counts = self.sim.engine.counts("train")[clients]
         return torch.as_tensor(steps_per_client(counts, spec.batch_size, spec.steps, spec.epochs))
 
-    def after_round(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> None:
-        if self.extra_exchange and reports["branch"] == "gradient":
+    def aligned_update(self, t: int, uploads: Uploads, plan: AlignmentPlan, step) -> Update:
+        """FedEBA's update with Δ_t = ``step(p)``, the alignment diagnostics and the extra-exchange count."""
+        if self.extra_exchange and plan.branch == "gradient":
             self.state["extra_comms"] = self.state["extra_comms"] + 1
-
-    def diagnostics(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> dict:
+        update = self.eba_update(t, uploads, step)
         extra = int(self.state["extra_comms"])
-        return {
-            **super().diagnostics(t, clients, result, reports),
-            "fair_angle": reports["fair_angle"],
-            "branch": reports["branch"],
-            "extra_comms": extra,
-            "extra_cost": extra_cost(extra, t + 1),
-        }
+        update.diagnostics.update(
+            fair_angle=plan.fair_angle,
+            branch=plan.branch,
+            extra_comms=extra,
+            extra_cost=extra_cost(extra, t + 1),
+        )
+        return update
 
 
 @register("fedeba+")
 class FedEBAPlus(AlignedEBA):
     Hyper = FedEBAPlusHyper
-
-    def __init__(self, sim, hp):
-        super().__init__(sim, hp)
-        self._plan: dict[str, Any] = {}  # within-round scratch: set by local_spec, read by reports
 
     def one_step_gradients(self, t: int, clients: np.ndarray) -> torch.Tensor:
         """∇F_i(x_t) ``[K, P]``: one minibatch step at lr 1 (``fair_grad="minibatch"``) or the full split."""
@@ -217,41 +222,38 @@ class FedEBAPlus(AlignedEBA):
         moved = self.sim.engine.train(clients, self.w, spec, self.sim.seed_for(t, "one_step")).params
         return self.w - moved
 
-    def local_spec(self, t: int, clients: np.ndarray) -> LocalSpec:
+    def configure(self, t: int) -> Plan:
         """Alg. 1 lines 6–11: the test on the received model's losses, then g̃ mixed into every local step
         (gradient alignment) or the one-step updates Δ̃^a kept for the server (model alignment)."""
-        plan = self.fair_angle_test(self.sim.engine.losses(self.w, clients, "train")[0])
+        clients = select_clients(self.sim, t, self.hp)
+        notes = self.fair_angle_test(self.sim.engine.losses(self.w, clients, "train")[0])
         spec = self.sim.local_spec(t)
-        if plan["branch"] == "gradient":
-            fair = self.eba(t, clients, plan["pre_losses"]) @ self.one_step_gradients(t, clients)
+        if notes.branch == "gradient":
+            fair = self.eba(t, clients, notes.pre_losses) @ self.one_step_gradients(t, clients)
             if self.hp.fair_grad_units == "update":
                 fair = self.sim.lr(t) * fair  # Σ p̃_i (x_t − x^i_{t,1})
             spec = self.sim.local_spec(t, mix_alpha=self.hp.alpha, mix_vector=fair)
-        elif plan["branch"] == "model":
+        elif notes.branch == "model":
             one_step = -self.sim.lr(t) * self.one_step_gradients(t, clients)
             if self.hp.model_align_scale == "local_steps":
                 one_step = one_step * self.local_steps(t, clients).to(one_step)[:, None]
-            plan["one_step"] = one_step
-        self._plan = {"round": t, **plan}
-        return spec
+            notes.one_step = one_step
+        return Plan(clients, spec, notes=notes)
 
-    def reports(self, t: int, clients: np.ndarray, result: LocalResult) -> dict[str, Any]:
-        if self._plan.get("round") != t:
-            raise RuntimeError(f"FedEBA+ reports for round {t} without that round's local_spec plan")
-        rows = {k: self.faults.kept(v) for k, v in self._plan.items() if k in ("pre_losses", "one_step")}
-        return {**super().reports(t, clients, result), **self._plan, **rows}  # the survivors' rows
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        notes, deltas = plan.notes, uploads.params - self.w
+        if notes.branch == "model":
+            one_step, q = uploads.kept(notes.one_step), self.prior(uploads.clients)
 
-    def aggregate(
-        self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]
-    ) -> torch.Tensor:
-        p, deltas = reports["agg_weights"], result.params - self.w
-        if reports["branch"] == "model":
-            step = model_alignment_update(
-                deltas, p, reports["one_step"], self.prior(t, clients), self.hp.alpha
-            )
+            def step(p):
+                return model_alignment_update(deltas, p, one_step, q, self.hp.alpha)
+
         else:
-            step = p @ deltas
-        return self.w + self.hp.server_lr * step
+
+            def step(p):
+                return p @ deltas
+
+        return self.aligned_update(t, uploads, notes, step)
 
 
 @register("prac_fedeba+")
@@ -259,23 +261,27 @@ class PracFedEBAPlus(AlignedEBA):
     Hyper = PracFedEBAPlusHyper
     extra_exchange = False
 
-    def reports(self, t: int, clients: np.ndarray, result: LocalResult) -> dict[str, Any]:
-        """Post-training losses (EBA) plus the losses of the received model, uploaded with the update."""
-        pre = self.sim.engine.losses(self.w, clients, "train")[0]  # self.w is still x_t here
-        return {**super().reports(t, clients, result), **self.fair_angle_test(pre)}
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        """The losses of the received model are uploaded with the update, so the fair-angle test, p̃ and p
+        run over the clients whose upload arrives, with the local steps each completed."""
+        clients, deltas = uploads.clients, uploads.params - self.w
+        notes = self.fair_angle_test(self.sim.engine.losses(self.w, clients, "train")[0])
+        steps = torch.as_tensor(uploads.steps).to(deltas)
+        if notes.branch == "gradient":
+            p_tilde = self.eba(t, clients, notes.pre_losses)
 
-    def aggregate(
-        self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]
-    ) -> torch.Tensor:
-        p, deltas = reports["agg_weights"], result.params - self.w
-        steps = torch.as_tensor(self.faults.steps_done(self.local_steps(t, clients))).to(deltas)  # completed
-        if reports["branch"] == "gradient":
-            p_tilde = self.eba(t, clients, reports["pre_losses"])
-            step = prac_fair_update(deltas, p, p_tilde, self.hp.alpha, steps)
-        elif reports["branch"] == "model":
-            step = model_alignment_update(
-                deltas, p, deltas / steps[:, None], self.prior(t, clients), self.hp.alpha
-            )
+            def step(p):
+                return prac_fair_update(deltas, p, p_tilde, self.hp.alpha, steps)
+
+        elif notes.branch == "model":
+            q = self.prior(clients)
+
+            def step(p):
+                return model_alignment_update(deltas, p, deltas / steps[:, None], q, self.hp.alpha)
+
         else:
-            step = p @ deltas
-        return self.w + self.hp.server_lr * step
+
+            def step(p):
+                return p @ deltas
+
+        return self.aligned_update(t, uploads, notes, step)

@@ -44,8 +44,7 @@ class FedFVHyper(FedAvgHyper):
     alpha: float = 0.1
     tau: int = 10
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         if not 0 <= self.alpha <= 1:
             raise ValueError(f"alpha (FedFV's kept fraction) must be in [0, 1], got {self.alpha}")
         if self.tau < 0:

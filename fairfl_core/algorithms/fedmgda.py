@@ -50,8 +50,7 @@ class FedMGDAHyper(FedAvgHyper):
     epsilon: float = 0.1
     box_centre: str = "uniform"
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         if not self.epsilon >= 0:
             raise ValueError(f"epsilon must be non-negative (0 keeps the box centre), got {self.epsilon}")
         if self.box_centre not in BOX_CENTRES:

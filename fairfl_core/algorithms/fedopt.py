@@ -147,8 +147,7 @@ class FedAdagradHyper(FedAvgHyper):
     tau: float = 1e-3
     initial_accumulator: float | None = None  # v_{−1}; None → τ² (Alg. 2: v_{−1} ≥ τ²)
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         _check_unit("beta1", self.beta1, closed=False)
         if self.tau <= 0:
             raise ValueError(
@@ -177,8 +176,7 @@ class FedAdamHyper(FedAdagradHyper):
     beta2: float = 0.99
     tau: float = 1e-3
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         _check_unit("beta2", self.beta2, closed=True)
 
 
@@ -200,8 +198,7 @@ class FedAMSGradHyper(FedAdamHyper):
     initial_accumulator: float | None = 0.0
     variant: str = "amsgrad"
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         if self.variant not in AMSGRAD_VARIANTS:
             raise ValueError(f"variant must be one of {AMSGRAD_VARIANTS}, got {self.variant!r}")
 

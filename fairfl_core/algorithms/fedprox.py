@@ -8,11 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
-from fairfl_core.algorithms.base import register
-from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper
-from fairfl_core.sim.local import LocalSpec
+from fairfl_core.algorithms.base import Plan, register
+from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, select_clients
 
 __all__ = ["FedProx", "FedProxHyper"]
 
@@ -21,8 +18,7 @@ __all__ = ["FedProx", "FedProxHyper"]
 class FedProxHyper(FedAvgHyper):
     mu: float = 0.01
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         if self.mu < 0:
             raise ValueError(f"mu must be non-negative, got {self.mu}")
 
@@ -31,5 +27,6 @@ class FedProxHyper(FedAvgHyper):
 class FedProx(FedAvg):
     Hyper = FedProxHyper
 
-    def local_spec(self, t: int, clients: np.ndarray) -> LocalSpec:
-        return self.sim.local_spec(t, prox_mu=self.hp.mu, prox_ref=self.w)
+    def configure(self, t: int) -> Plan:
+        spec = self.sim.local_spec(t, prox_mu=self.hp.mu, prox_ref=self.w)
+        return Plan(select_clients(self.sim, t, self.hp), spec)

@@ -1,7 +1,7 @@
 """FedSGD (McMahan et al., AISTATS 2017, §2 "FedSGD"; FedEBA+ baseline [48]).
 
 Each selected client takes ONE gradient step on its whole training set (B = ∞, E = 1) and the server
-averages like FedAvg, so x_{t+1} = x_t − η_t Σ_k p_k ∇F_k(x_t) (FedEBA+ spec §3.2, "FedSGD").
+averages like FedAvg, so x_{t+1} = x_t − η_t Σ_k p_k ∇F_k(x_t).
 
 Faults (``sim/faults.py``): as FedAvg; a straggler's single full-batch step is already its ⌈f · 1⌉ = 1 step,
 so stragglers change nothing.
@@ -9,10 +9,8 @@ so stragglers change nothing.
 
 from __future__ import annotations
 
-import numpy as np
-
-from fairfl_core.algorithms.base import register
-from fairfl_core.algorithms.fedavg import FedAvg
+from fairfl_core.algorithms.base import Plan, register
+from fairfl_core.algorithms.fedavg import FedAvg, select_clients
 from fairfl_core.sim.local import LocalSpec
 
 __all__ = ["FedSGD", "full_batch_spec"]
@@ -29,7 +27,7 @@ def full_batch_spec(sim, t: int) -> LocalSpec:
 
 @register("fedsgd")
 class FedSGD(FedAvg):
-    """FedAvg hooks with the local work replaced by one full-batch gradient step."""
+    """FedAvg with the local work replaced by one full-batch gradient step."""
 
-    def local_spec(self, t: int, clients: np.ndarray) -> LocalSpec:
-        return full_batch_spec(self.sim, t)
+    def configure(self, t: int) -> Plan:
+        return Plan(select_clients(self.sim, t, self.hp), full_batch_spec(self.sim, t))

@@ -169,8 +169,7 @@ class GIFAIRHyper(FedAvgHyper):
     init_losses: str = "evaluate"
     unbiased: bool = False
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         if not 0 <= self.lam_frac < 1:
             raise ValueError(
                 f"lam_frac (λ/λ_max) must be in [0, 1) so that every client's scale stays positive, got "

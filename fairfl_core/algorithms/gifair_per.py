@@ -32,8 +32,7 @@ __all__ = ["GIFAIRPer", "GIFAIRPerHyper"]
 class GIFAIRPerHyper(GIFAIRHyper):
     """As GIFAIR-FL-Global's; ``loss_source`` is ``"local"`` (F_k(θ_k), Eq. 5) or ``"minibatch"``."""
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         if self.loss_source == "global":
             raise ValueError(
                 "loss_source='global' measures losses at the global model, but GIFAIR-FL-Per ranks groups "

@@ -32,8 +32,7 @@ class PowerOfChoiceHyper(FedProxHyper):
     mu: float = 0.0
     d: int | None = None
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         if self.replacement:
             raise ValueError("replacement must be False: Power-of-Choice draws d distinct candidates")
         if self.d is not None and self.d < 1:

@@ -47,8 +47,7 @@ class PropFairHyper(FedAvgHyper):
     eps: float = 0.2
     huber: bool = False
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         if not self.M > 0:
             raise ValueError(f"M (the PropFair baseline) must be positive, got {self.M}")
         if not self.eps > 0:

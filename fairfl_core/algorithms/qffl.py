@@ -45,8 +45,7 @@ class QFFLHyper(FedAvgHyper):
     weighting: str = "uniform"
     q: float = 0.5
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         if not (self.q >= 0 and np.isfinite(self.q)):
             raise ValueError(f"q must be a finite number >= 0 (q = 0 is FedAvg), got {self.q}")
 

@@ -66,8 +66,7 @@ class ScaffoldHyper(FedAvgHyper):
 
     weighting: str = "uniform"
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         if self.replacement:
             raise ValueError(
                 "replacement must be False for SCAFFOLD: each client's control variate c_i is "

@@ -45,8 +45,7 @@ class TERMHyper(FedAvgHyper):
     t: float = 0.1
     normalizer: str = "softmax"
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
         if not (self.t >= 0 and np.isfinite(self.t)):
             raise ValueError(f"t (tilt) must be a finite number >= 0 (t = 0 is FedAvg), got {self.t}")
         if self.normalizer not in NORMALIZERS:

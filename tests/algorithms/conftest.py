@@ -8,12 +8,14 @@ import numpy as np
 import torch
 
 from fairfl_core.algorithms import build_algorithm
+from fairfl_core.algorithms.base import Plan, Update, Uploads
 from fairfl_core.data import DataSpec, make_federated
 from fairfl_core.experiments.config import TrainConfig
 from fairfl_core.models import build_model
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
-from fairfl_core.sim.faults import FaultConfig
+from fairfl_core.sim.faults import FaultConfig, RoundFaults
+from fairfl_core.sim.local import LocalResult
 from tests.conftest import tiny_federated, tiny_model
 
 
@@ -61,4 +63,27 @@ def run_rounds(algo, rounds: int) -> list:
     return [algo.round(t) for t in range(rounds)]
 
 
-__all__ = ["digits_sim", "short_run", "tiny_sim", "run_rounds", "np"]
+def uploads_of(
+    clients, params: torch.Tensor, train_loss: torch.Tensor | None = None, steps: int = 3
+) -> Uploads:
+    """Uploads of ``clients`` (all arrive) holding the local models ``params``."""
+    clients = np.asarray(clients)
+    loss = torch.zeros(len(clients), dtype=params.dtype) if train_loss is None else train_loss
+    return Uploads(
+        clients, LocalResult(params, loss), np.full(len(clients), steps), RoundFaults.none(clients)
+    )
+
+
+def server_round(
+    algo, clients, params: torch.Tensor, new_w: torch.Tensor | None = None, t: int = 0
+) -> Update:
+    """What ``round`` does after local training: aggregate ``params`` of ``clients`` (or take ``new_w`` as the
+    aggregate) and apply the server step."""
+    uploads = uploads_of(clients, params if params is not None else algo.w.expand(len(clients), -1))
+    plan = Plan(np.asarray(clients), algo.sim.local_spec(t))
+    update = algo.aggregate(t, plan, uploads) if new_w is None else Update(new_w)
+    algo.apply(update, uploads)
+    return update
+
+
+__all__ = ["digits_sim", "run_rounds", "server_round", "short_run", "tiny_sim", "uploads_of", "np"]

@@ -3,8 +3,10 @@ import pytest
 import torch
 
 from fairfl_core.algorithms import build_algorithm
+from fairfl_core.algorithms.base import Plan
+from fairfl_core.algorithms.fedavg import average_weights, select_clients
 from fairfl_core.selection import sample_clients
-from tests.algorithms.conftest import run_rounds, tiny_sim
+from tests.algorithms.conftest import run_rounds, tiny_sim, uploads_of
 
 
 def test_size_weighted_aggregate_by_hand():
@@ -13,19 +15,18 @@ def test_size_weighted_aggregate_by_hand():
     clients = np.array([0, 1])  # 7 and 12 training samples
     w = algo.w
     params = torch.stack([w + 1.0, w - 2.0])
-    from fairfl_core.sim.local import LocalResult
-
-    new = algo.aggregate(0, clients, LocalResult(params, torch.zeros(2)), {})
+    update = algo.aggregate(0, Plan(clients, sim.local_spec(0)), uploads_of(clients, params))
     # w + 0.5 * (7/19 * 1 + 12/19 * (-2)) = w - 0.5 * 17/19
-    assert torch.allclose(new, w - 0.5 * 17 / 19)
+    assert torch.allclose(update.w, w - 0.5 * 17 / 19)
+    assert torch.allclose(update.weights, torch.tensor([7 / 19, 12 / 19], dtype=w.dtype))
 
 
 def test_uniform_weights_and_size_sampling():
     sim = tiny_sim(clients_per_round=6)
     algo = build_algorithm("fedavg", sim, {"weighting": "uniform", "sampling": "size", "replacement": True})
-    p = algo.weights(0, np.array([0, 3, 3]), {})
+    p = average_weights(sim, np.array([0, 3, 3]), algo.hp, algo.w)
     assert torch.allclose(p, torch.full((3,), 1 / 3, dtype=p.dtype))
-    picks = np.concatenate([algo.select(t) for t in range(300)])
+    picks = np.concatenate([select_clients(sim, t, algo.hp) for t in range(300)])
     freq = np.bincount(picks, minlength=6) / len(picks)
     assert np.allclose(freq, sim.train_sizes / sim.train_sizes.sum(), atol=0.03)
 
@@ -42,7 +43,7 @@ def test_fedprox_pulls_local_models_towards_the_global_one():
     for mu in (0.0, 5.0):
         sim = tiny_sim()
         algo = build_algorithm("fedprox", sim, {"mu": mu})
-        res = sim.engine.train(np.array([0, 1, 2]), algo.w, algo.local_spec(0, None), seed=0)
+        res = sim.engine.train(np.array([0, 1, 2]), algo.w, algo.configure(0).spec, seed=0)
         drift[mu] = float((res.params - algo.w).norm())
     assert drift[5.0] < drift[0.0]
 

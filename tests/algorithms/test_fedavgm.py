@@ -3,15 +3,12 @@ import pytest
 import torch
 
 from fairfl_core.algorithms import build_algorithm
-from fairfl_core.sim.local import LocalResult
-from tests.algorithms.conftest import run_rounds, tiny_sim
+from tests.algorithms.conftest import run_rounds, server_round, tiny_sim
 
 
 def _server_round(algo, params: torch.Tensor) -> None:
     """Aggregate ``params`` of clients 0 and 1 and take the server step, as ``round`` does."""
-    clients = np.array([0, 1])
-    result = LocalResult(params, torch.zeros(2, dtype=params.dtype))
-    algo.state["w"] = algo.server_step(0, clients, result, {}, algo.aggregate(0, clients, result, {}))
+    server_round(algo, np.array([0, 1]), params)
 
 
 def test_two_rounds_accumulate_momentum_by_hand():

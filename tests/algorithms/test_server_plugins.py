@@ -1,4 +1,4 @@
-"""Server plug-ins of the FedAvg base (server momentum, FedVARP; FedEBA+ Tables 10-11): the formulas on
+"""Server plug-ins (server momentum, FedVARP; FedEBA+ Tables 10-11): the formulas on
 hand-computed cases, degenerate cases, and that they compose with other algorithms."""
 
 import copy
@@ -8,9 +8,8 @@ import pytest
 import torch
 
 from fairfl_core.algorithms import build_algorithm
-from fairfl_core.algorithms.fedavg import fedvarp_correction, momentum_velocity, remember_updates
-from fairfl_core.sim.local import LocalResult
-from tests.algorithms.conftest import run_rounds, tiny_sim
+from fairfl_core.algorithms.server_plugins import fedvarp_correction, momentum_velocity, remember_rows
+from tests.algorithms.conftest import run_rounds, server_round, tiny_sim
 
 F64 = torch.float64
 MOMENTUM = {"server_momentum": 0.9}
@@ -27,19 +26,17 @@ def test_fedvarp_correction_by_hand():
     assert torch.allclose(c, torch.tensor([4 / 3 - 2.5, 5 / 3 - 2.25], dtype=F64))
 
 
-def test_remember_updates_writes_the_selected_rows_out_of_place():
+def test_remember_rows_writes_the_selected_rows_out_of_place():
     memory = torch.zeros(3, 2, dtype=F64)
     deltas = torch.tensor([[1.0, 1.0], [2.0, 2.0], [9.0, 9.0]], dtype=F64)
-    new = remember_updates(memory, np.array([2, 0, 2]), deltas)  # client 2 twice: its first update counts
+    new = remember_rows(memory, np.array([2, 0, 2]), deltas)  # client 2 twice: its first update counts
     assert torch.equal(new, torch.tensor([[2.0, 2.0], [0.0, 0.0], [1.0, 1.0]], dtype=F64))
     assert not memory.any()
 
 
 def _fake_round(algo, clients, params, new_w=None):
     """One server step after an aggregation of the given local models (what ``round`` does after training)."""
-    result = LocalResult(params, torch.zeros(len(clients), dtype=F64))
-    new_w = algo.aggregate(0, clients, result, {}) if new_w is None else new_w
-    algo.state["w"] = algo.server_step(0, clients, result, {}, new_w)
+    server_round(algo, clients, params, new_w)
 
 
 def test_fedvarp_server_step_by_hand():
@@ -99,7 +96,8 @@ def test_defaults_return_the_aggregated_model_itself():
     for name in ("fedavg", "qffl", "fedeba+", "afl"):  # afl: a Hyper without plug-in fields
         algo = build_algorithm(name, tiny_sim(), {})
         new_w = algo.w + 1.0
-        assert algo.server_step(0, np.array([0, 1]), None, {}, new_w) is new_w
+        server_round(algo, np.array([0, 1]), None, new_w)
+        assert algo.w is new_w
         assert set(algo.state) & {"server_velocity", "varp_memory"} == set()
 
 

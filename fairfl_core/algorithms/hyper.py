@@ -1,0 +1,85 @@
+"""Hyperparameter groups that algorithms compose into their ``Hyper`` dataclass.
+
+An algorithm's ``Hyper`` is a flat dataclass listing the groups it really has, plus its own fields, e.g.
+``class FedEBAHyper(FedAvgHyper)`` or ``class DivFLHyper(ProxHyper)``: a group an algorithm does not take
+never appears in its config. Every group checks its own fields in ``check``; ``Hyper.__post_init__`` runs
+the ``check`` of every class in the MRO once, so a subclass never has to call its parents.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Averaging", "ClientSampling", "FedAvgHyper", "Hyper", "ServerPluginHyper"]
+
+SAMPLING = ("uniform", "size")
+WEIGHTING = ("size", "uniform")
+VARIANCE_REDUCTION = ("none", "fedvarp")
+VARP_WEIGHTS = ("aggregation", "uniform")
+
+
+class Hyper:
+    """Base of every hyperparameter dataclass: runs each class's own ``check`` (base classes first)."""
+
+    def __post_init__(self):
+        for cls in reversed(type(self).__mro__):
+            check = cls.__dict__.get("check")
+            if check is not None:
+                check(self)
+
+
+@dataclass
+class ClientSampling(Hyper):
+    """Clients drawn uniformly or ∝ n_k (``sampling``), with or without ``replacement`` (FedEBA+ samples
+    uniformly without replacement; q-FFL ∝ n_k with replacement)."""
+
+    sampling: str = "uniform"
+    replacement: bool = False
+
+    def check(self):
+        if self.sampling not in SAMPLING:
+            raise ValueError(f"sampling must be one of {SAMPLING}, got {self.sampling!r}")
+
+
+@dataclass
+class Averaging(Hyper):
+    """The server's average w ← w + η_g Σ_k p_k (w_k − w): p_k ∝ n_k or 1/m (``weighting``), η_g
+    (``server_lr``)."""
+
+    weighting: str = "size"
+    server_lr: float = 1.0
+
+    def check(self):
+        if self.weighting not in WEIGHTING:
+            raise ValueError(f"weighting must be one of {WEIGHTING}, got {self.weighting!r}")
+        if self.server_lr <= 0:
+            raise ValueError(f"server_lr must be positive, got {self.server_lr}")
+
+
+@dataclass
+class ServerPluginHyper(Hyper):
+    """Server plug-ins applied after the algorithm's aggregation (``server_plugins.py``): ``server_momentum``
+    β ∈ [0, 1) (0 = off; FedEBA+ Table 10: 0.9), ``variance_reduction`` ``"none"`` | ``"fedvarp"`` (FedEBA+
+    Table 11), ``varp_weights`` ``"aggregation"`` | ``"uniform"`` (the p of FedVARP's correction)."""
+
+    server_momentum: float = 0.0
+    variance_reduction: str = "none"
+    varp_weights: str = "aggregation"
+
+    def check(self):
+        if not 0 <= self.server_momentum < 1:
+            raise ValueError(
+                f"server_momentum must be in [0, 1) (0 = off; FedEBA+ Table 10 uses 0.9), got "
+                f"{self.server_momentum}"
+            )
+        if self.variance_reduction not in VARIANCE_REDUCTION:
+            raise ValueError(
+                f"variance_reduction must be one of {VARIANCE_REDUCTION}, got {self.variance_reduction!r}"
+            )
+        if self.varp_weights not in VARP_WEIGHTS:
+            raise ValueError(f"varp_weights must be one of {VARP_WEIGHTS}, got {self.varp_weights!r}")
+
+
+@dataclass
+class FedAvgHyper(ServerPluginHyper, Averaging, ClientSampling):
+    """FedAvg's groups: client sampling, the weighted average, the server plug-ins."""
