@@ -28,15 +28,13 @@ sampled clients (Mohri et al. §4): λ ← Proj_Δ(λ + γ_λ F̂). With R = [N]
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import register
-from fairfl_core.algorithms.fedavg import FedAvg
+from fairfl_core.algorithms.base import FederatedAlgorithm, Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedsgd import full_batch_spec
-from fairfl_core.sim.local import LocalResult, LocalSpec
+from fairfl_core.algorithms.hyper import ServerPluginHyper
 
 __all__ = ["AFL", "AFLHyper", "afl_lambda_step", "project_simplex"]
 
@@ -44,13 +42,14 @@ CLIENT_STEPS = ("local", "gradient")
 
 
 @dataclass
-class AFLHyper:
-    """``lr_lambda``: dual step γ_λ ≥ 0 (0 keeps λ uniform); ``client_step``: see the module docstring."""
+class AFLHyper(ServerPluginHyper):
+    """``lr_lambda``: dual step γ_λ ≥ 0 (0 keeps λ uniform); ``client_step``: see the module docstring; the
+    server plug-ins (momentum, FedVARP) act on the model step."""
 
     lr_lambda: float = 0.01
     client_step: str = "local"
 
-    def __post_init__(self):
+    def check(self):
         if not (self.lr_lambda >= 0 and np.isfinite(self.lr_lambda)):
             raise ValueError(f"lr_lambda (γ_λ) must be a finite number >= 0, got {self.lr_lambda}; try 0.01")
         if self.client_step not in CLIENT_STEPS:
@@ -74,7 +73,7 @@ def afl_lambda_step(lam: torch.Tensor, losses: torch.Tensor, lr_lambda: float) -
 
 
 @register("afl")
-class AFL(FedAvg):
+class AFL(FederatedAlgorithm):
     Hyper = AFLHyper
 
     def __init__(self, sim, hp):
@@ -86,42 +85,35 @@ class AFL(FedAvg):
             avg_count=0,
         )
 
-    def select(self, t: int) -> np.ndarray:
-        return np.arange(self.sim.num_clients)
+    def configure(self, t: int) -> Plan:
+        """Every client, with FedAvg's local training or one full-batch gradient step."""
+        local = full_batch_spec(self.sim, t) if self.hp.client_step == "gradient" else self.sim.local_spec(t)
+        return Plan(np.arange(self.sim.num_clients), local)
 
-    def local_spec(self, t: int, clients: np.ndarray) -> LocalSpec:
-        return full_batch_spec(self.sim, t) if self.hp.client_step == "gradient" else self.sim.local_spec(t)
-
-    def reports(self, t: int, clients: np.ndarray, result: LocalResult) -> dict[str, Any]:
-        return {"losses": self.sim.engine.losses(self.w, clients, "train")[0]}
-
-    def weights(self, t: int, clients: np.ndarray, reports: dict[str, Any]) -> torch.Tensor:
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        """The λ-weighted model step (λ renormalised over the reporting clients) and the dual step on F̂."""
+        clients, n = uploads.clients, self.sim.num_clients
+        losses = self.sim.engine.losses(self.w, clients, "train")[0]  # F_k at the received model
         lam = self.state["lam"][clients]
-        if len(clients) == self.sim.num_clients or not lam.sum() > 0:  # λ_R = 0: no step, as without faults
-            return lam
-        return lam / lam.sum()  # λ renormalised over the reporting clients
+        if len(clients) < n and lam.sum() > 0:  # λ_R = 0: no step, as without faults
+            lam = lam / lam.sum()
+        new_w = self.w + lam @ (uploads.params - self.w)
+        estimate = losses.new_zeros(n)
+        estimate[clients] = losses * (n / len(clients))  # F̂: unbiased from R
+        self.state["lam"] = afl_lambda_step(self.state["lam"], estimate, self.hp.lr_lambda)
+        diagnostics = {
+            "lambda_max": float(self.state["lam"].max()),
+            "lambda_support": int((self.state["lam"] > 0).sum()),
+            "loss_at_global_max": float(losses.max()),
+        }
+        return Update(new_w, lam, 1.0, diagnostics)
 
-    def aggregate(
-        self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]
-    ) -> torch.Tensor:
-        return self.w + self.weights(t, clients, reports) @ (result.params - self.w)
-
-    def after_round(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> None:
-        losses = reports["losses"].new_zeros(self.sim.num_clients)
-        losses[clients] = reports["losses"] * (self.sim.num_clients / len(clients))  # F̂: unbiased from R
-        self.state["lam"] = afl_lambda_step(self.state["lam"], losses, self.hp.lr_lambda)
+    def apply(self, update: Update, uploads: Uploads) -> None:
+        """The model step, then the running average of the iterates w̄ ← (c w̄ + w) / (c + 1)."""
+        super().apply(update, uploads)
         c = self.state["avg_count"]
         self.state["w_avg"] = (c * self.state["w_avg"] + self.w) / (c + 1)
         self.state["avg_count"] = c + 1
-
-    def diagnostics(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> dict:
-        lam = self.state["lam"]
-        return {
-            **super().diagnostics(t, clients, result, reports),
-            "lambda_max": float(lam.max()),
-            "lambda_support": int((lam > 0).sum()),
-            "loss_at_global_max": float(reports["losses"].max()),
-        }
 
     def eval_params(self) -> torch.Tensor:
         """The averaged iterate w̄ (fair_flearn's ``resulting_model``, FLGo's ``result_model``)."""

@@ -137,7 +137,7 @@ class FederatedAlgorithm:
         if not faults.uploaded.any():  # nothing reaches the server: the model and the state stay as they are
             return RoundOutput(plan.clients, {"faults": faults.record(), "skipped": True})
         result = faults.kept(self.client_update(t, plan, faults))
-        spec, counts = plan.spec, self.sim.engine.counts("train")[plan.clients]
+        spec, counts = plan.spec, self.sim.engine.counts("train")[faults.survivors]
         scheduled = steps_per_client(counts, spec.batch_size, spec.steps, spec.epochs)
         uploads = Uploads(faults.survivors, result, faults.steps_done(scheduled), faults)
         update = self.aggregate(t, plan, uploads)

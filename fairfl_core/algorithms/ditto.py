@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import register
+from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper
+from fairfl_core.algorithms.server_plugins import remember_rows
+from fairfl_core.sim.faults import RoundFaults
 from fairfl_core.sim.local import LocalResult
 
 __all__ = ["Ditto", "DittoHyper"]
@@ -50,29 +51,22 @@ class Ditto(FedAvg):
         super().__init__(sim, hp)
         self.state["personal"] = self.w.expand(sim.num_clients, -1).clone()
 
-    def reports(self, t: int, clients: np.ndarray, result: LocalResult) -> dict:
-        """Personal steps of the selected clients: same round seed → the same minibatches as the global
-        steps; the proximal reference is the received (round-start) global model."""
+    def client_update(self, t: int, plan: Plan, faults: RoundFaults) -> LocalResult:
+        """FedAvg's local training, then the personal steps on the same minibatches (same round seed) with
+        the received global model as the proximal reference. The v_k of clients whose round completes are
+        stored (they never leave the client); each one's personal training loss is reported."""
+        result = super().client_update(t, plan, faults)
         spec = self.sim.local_spec(t, prox_mu=self.hp.lam, prox_ref=self.w)
-        selected, seed = self.faults.selected, self.sim.seed_for(t, "batches")
-        personal = self.sim.engine.train(
-            selected, self.state["personal"][selected], spec, seed, self.faults.train_work
-        )
-        return {"personal": self.faults.kept(personal)}  # the survivors' rows
+        start, seed = self.state["personal"][plan.clients], self.sim.seed_for(t, "batches")
+        personal = self.sim.engine.train(plan.clients, start, spec, seed, faults.train_work)
+        kept = faults.kept(personal.params)
+        self.state["personal"] = remember_rows(self.state["personal"], faults.survivors, kept)
+        return LocalResult(result.params, result.train_loss, {"personal_train_loss": personal.train_loss})
 
-    def after_round(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict) -> None:
-        """Store the new v_k (out of place: saved states stay put)."""
-        ids, first = np.unique(clients, return_index=True)  # one row per client (sampling with replacement)
-        first = torch.as_tensor(first, device=self.w.device)
-        self.state["personal"] = self.state["personal"].index_copy(
-            0, torch.as_tensor(ids, device=self.w.device), reports["personal"].params[first]
-        )
-
-    def diagnostics(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict) -> dict:
-        return {
-            **super().diagnostics(t, clients, result, reports),
-            "personal_train_loss": float(reports["personal"].train_loss.mean()),
-        }
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        update = super().aggregate(t, plan, uploads)
+        update.diagnostics["personal_train_loss"] = float(uploads.result.stats["personal_train_loss"].mean())
+        return update
 
     def personal_params(self) -> torch.Tensor:
         return self.state["personal"]

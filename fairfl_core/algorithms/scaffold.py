@@ -26,15 +26,12 @@ computes c_i⁺ with K_i = the ⌈f K_i⌉ steps it completed (option II: the me
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import register
-from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper
-from fairfl_core.sim.batches import steps_per_client
-from fairfl_core.sim.local import LocalResult, LocalSpec
+from fairfl_core.algorithms.base import Plan, Update, Uploads, register
+from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, select_clients
+from fairfl_core.algorithms.server_plugins import remember_rows
 
 __all__ = ["Scaffold", "ScaffoldHyper", "scaffold_client_controls", "scaffold_server_control"]
 
@@ -83,31 +80,20 @@ class Scaffold(FedAvg):
         self.state["c"] = torch.zeros_like(self.w)
         self.state["c_i"] = self.w.new_zeros(sim.num_clients, self.w.numel())
 
-    def _rows(self, clients: np.ndarray) -> torch.Tensor:
-        return torch.as_tensor(clients, device=self.w.device)
+    def configure(self, t: int) -> Plan:
+        """Local steps on g_i(y) + c − c_i."""
+        clients = select_clients(self.sim, t, self.hp)
+        shift = self.state["c"] - self.state["c_i"][torch.as_tensor(clients, device=self.w.device)]
+        return Plan(clients, self.sim.local_spec(t, grad_shift=shift))
 
-    def local_spec(self, t: int, clients: np.ndarray) -> LocalSpec:
-        return self.sim.local_spec(t, grad_shift=self.state["c"] - self.state["c_i"][self._rows(clients)])
-
-    def reports(self, t: int, clients: np.ndarray, result: LocalResult) -> dict[str, Any]:
-        """The new client controls c_i⁺ (computed here, while ``self.w`` is still the round's start)."""
-        spec = self.local_spec(t, clients)
-        counts = self.sim.engine.counts("train")[clients]
-        scheduled = steps_per_client(counts, spec.batch_size, spec.steps, spec.epochs)
-        steps = torch.as_tensor(self.faults.steps_done(scheduled))  # a straggler's completed steps
-        c_plus = scaffold_client_controls(
-            self.state["c_i"][self._rows(clients)], self.state["c"], self.w, result.params, steps, spec.lr
-        )
-        return {"c_plus": c_plus}
-
-    def after_round(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> None:
-        rows = self._rows(clients)
-        c_plus = reports["c_plus"]
-        delta_c = c_plus - self.state["c_i"][rows]
-        self.state["c"] = scaffold_server_control(self.state["c"], delta_c, self.sim.num_clients)
-        # out of place, so a state_dict taken earlier is not changed by later rounds
-        self.state["c_i"] = self.state["c_i"].index_copy(0, rows, c_plus)
-
-    def diagnostics(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> dict:
-        out = super().diagnostics(t, clients, result, reports)
-        return {**out, "control_norm": float(self.state["c"].norm())}
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        """FedAvg's step, then c_i⁺ of the uploading clients (their completed steps K_i) and c."""
+        update = super().aggregate(t, plan, uploads)
+        clients = uploads.clients
+        c_i = self.state["c_i"][torch.as_tensor(clients, device=self.w.device)]
+        steps = torch.as_tensor(uploads.steps)
+        c_plus = scaffold_client_controls(c_i, self.state["c"], self.w, uploads.params, steps, plan.spec.lr)
+        self.state["c"] = scaffold_server_control(self.state["c"], c_plus - c_i, self.sim.num_clients)
+        self.state["c_i"] = remember_rows(self.state["c_i"], clients, c_plus)
+        update.diagnostics["control_norm"] = float(self.state["c"].norm())
+        return update

@@ -110,7 +110,7 @@ def test_with_dropouts_lambda_is_renormalised_and_the_losses_estimated_from_the_
     algo = build_algorithm("afl", sim, {"client_step": "gradient", "lr_lambda": 0.5})
     w0 = algo.w.clone()
     out = algo.round(0)
-    reporting = out.selected[~algo.faults.failed]
+    reporting = out.selected[~sim.faults(0, out.selected).failed]
     assert len(reporting) == 3 and out.diagnostics["faults"]["uploaded"] == 3
     assert (algo.w - (w0 - 0.3 * sim.engine.gradients(w0, reporting).mean(0))).abs().max() < 1e-12
     estimate = torch.zeros(6, dtype=D)

@@ -43,7 +43,7 @@ def test_a_dropped_client_keeps_its_personal_model():
     algo = build_algorithm("ditto", sim, {"lam": 0.0})
     w0 = algo.w.clone()
     selected = algo.round(0).selected
-    dropped = algo.faults.failed
+    dropped = sim.faults(0, selected).failed
     local = sim.engine.train(selected, w0, sim.local_spec(0), sim.seed_for(0, "batches")).params
     personal = algo.personal_params()
     assert dropped.sum() == 2 and torch.equal(personal[selected[dropped]], w0.expand(2, -1))

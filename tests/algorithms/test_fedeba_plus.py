@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from fairfl_core.algorithms import build_algorithm
+from fairfl_core.algorithms.fedavg import select_clients
 from fairfl_core.algorithms.fedeba_plus import (
     extra_cost,
     fair_angle,
@@ -132,7 +133,7 @@ def test_gradient_alignment_round_by_hand(units, scale):
     sim = tiny_sim(lr=0.2)
     params = {"tau": 0.5, "alpha": 0.6, "fair_grad": "full", "fair_grad_units": units}
     algo = build_algorithm("fedeba+", sim, params)
-    w0, clients = algo.w.clone(), algo.select(0)
+    w0, clients = algo.w.clone(), select_clients(sim, 0, algo.hp)
     losses = sim.engine.losses(w0, clients)[0]
     # "update": g̃ = Σ p̃_i (x_t − x^i_{t,1}) = η Σ p̃_i ∇F_i(x_t), η = 0.2
     g_tilde = scale * torch.softmax(losses / 0.5, 0) @ sim.engine.gradients(w0, clients)
@@ -150,7 +151,7 @@ def test_model_alignment_round_by_hand(scale, factor):
     sim = tiny_sim(lr=0.2)
     params = {"tau": 0.5, "alpha": 0.6, "theta": 90.0, "fair_grad": "full", "model_align_scale": scale}
     algo = build_algorithm("fedeba+", sim, params)
-    w0, clients = algo.w.clone(), algo.select(0)
+    w0, clients = algo.w.clone(), select_clients(sim, 0, algo.hp)
     local = sim.engine.train(clients, w0, sim.local_spec(0), sim.seed_for(0, "batches")).params
     p = torch.softmax(sim.engine.losses(local, clients)[0] / 0.5, 0)
     one_step = -0.2 * factor * sim.engine.gradients(w0, clients)  # x_{t,1} − x_t, full-batch step
@@ -175,7 +176,7 @@ def test_fedavg_plus_alignment_ablation_uses_prior_weights():
     assert (a.w - b.w).abs().max() < 1e-12
     sim = tiny_sim()
     algo = build_algorithm("fedeba+", sim, {"entropy_weights": False, "alpha": 0.5, "fair_grad": "full"})
-    w0, clients = algo.w.clone(), algo.select(0)
+    w0, clients = algo.w.clone(), select_clients(sim, 0, algo.hp)
     g_tilde = sim.engine.gradients(w0, clients).mean(0)
     spec = sim.local_spec(0, mix_alpha=0.5, mix_vector=g_tilde)
     local = sim.engine.train(clients, w0, spec, sim.seed_for(0, "batches")).params
@@ -187,7 +188,7 @@ def test_fedavg_plus_alignment_ablation_uses_prior_weights():
 def test_prac_round_by_hand(theta, branch):
     sim = tiny_sim()
     algo = build_algorithm("prac_fedeba+", sim, {"tau": 0.5, "alpha": 0.6, "theta": theta})
-    w0, clients = algo.w.clone(), algo.select(0)
+    w0, clients = algo.w.clone(), select_clients(sim, 0, algo.hp)
     local = sim.engine.train(clients, w0, sim.local_spec(0), sim.seed_for(0, "batches")).params
     deltas = local - w0
     p = torch.softmax(sim.engine.losses(local, clients)[0] / 0.5, 0)
@@ -225,7 +226,7 @@ def test_model_alignment_with_dropouts_averages_the_survivors_only():
     algo = build_algorithm("fedeba+", sim, params)
     w0 = algo.w.clone()
     out = algo.round(0)
-    alive = ~algo.faults.failed
+    alive = ~sim.faults(0, out.selected).failed
     survivors = out.selected[alive]
     local = sim.engine.train(out.selected, w0, sim.local_spec(0), sim.seed_for(0, "batches")).params
     local = local[torch.as_tensor(alive)]
@@ -242,8 +243,10 @@ def test_prac_model_branch_divides_a_stragglers_update_by_the_steps_it_completed
     algo = build_algorithm("prac_fedeba+", sim, {"tau": 0.5, "alpha": 0.6, "theta": 90.0})
     w0 = algo.w.clone()
     out = algo.round(0)
-    seed, slow = sim.seed_for(0, "batches"), algo.faults.failed
-    local = sim.engine.train(out.selected, w0, sim.local_spec(0), seed, algo.faults.work).params
+    seed, slow = sim.seed_for(0, "batches"), sim.faults(0, out.selected).failed
+    local = sim.engine.train(
+        out.selected, w0, sim.local_spec(0), seed, sim.faults(0, out.selected).work
+    ).params
     deltas = local - w0
     p = torch.softmax(sim.engine.losses(local, out.selected)[0] / 0.5, 0)
     steps = torch.as_tensor(np.where(slow, 2.0, 3.0), dtype=D)

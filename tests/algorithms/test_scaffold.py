@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from fairfl_core.algorithms import build_algorithm
+from fairfl_core.algorithms.fedavg import select_clients
 from fairfl_core.algorithms.scaffold import scaffold_client_controls, scaffold_server_control
 from fairfl_core.sim.faults import FaultConfig
 from tests.algorithms.conftest import run_rounds, tiny_sim
@@ -46,8 +47,8 @@ def test_control_identities_hold_after_each_round(work):
     algo = build_algorithm("scaffold", sim, {"server_lr": 0.7})
     sizes = sim.train_sizes  # 7, 12, ..., 32 samples; batch size 4
     for r in range(3):
-        clients = algo.select(r)
-        spec = algo.local_spec(r, clients)
+        clients = select_clients(sim, r, algo.hp)
+        spec = algo.configure(r).spec
         local = sim.engine.train(clients, algo.w, spec, sim.seed_for(r, "batches")).params
         w, c, c_i = algo.w, algo.state["c"], algo.state["c_i"]
         algo.round(r)
@@ -68,7 +69,7 @@ def test_one_full_batch_step_makes_the_control_the_client_gradient():
     sim = tiny_sim(local_steps=1, batch_size=64)
     algo = build_algorithm("scaffold", sim, {})
     for r in range(2):
-        clients, w = algo.select(r), algo.w
+        clients, w = select_clients(sim, r, algo.hp), algo.w
         algo.round(r)
         assert torch.allclose(algo.state["c_i"][clients], sim.engine.gradients(w, clients), atol=1e-10)
     assert float(algo.state["c"].norm()) > 0
@@ -81,10 +82,10 @@ def test_a_straggler_computes_its_control_from_the_steps_it_completed():
     algo = build_algorithm("scaffold", sim, {})
     w0 = algo.w.clone()
     out = algo.round(0)
-    slow = algo.faults.failed
+    slow = sim.faults(0, out.selected).failed
     assert slow.sum() == 2
     seed = sim.seed_for(0, "batches")
-    local = sim.engine.train(out.selected, w0, sim.local_spec(0), seed, algo.faults.work)
+    local = sim.engine.train(out.selected, w0, sim.local_spec(0), seed, sim.faults(0, out.selected).work)
     steps = torch.as_tensor(np.where(slow, 2.0, 3.0), dtype=w0.dtype)
     expected = (w0 - local.params) / (steps[:, None] * 0.2)
     assert torch.allclose(algo.state["c_i"][out.selected], expected, atol=1e-12)
