@@ -111,6 +111,13 @@ class FederatedAlgorithm:
         self.plugins = ServerPlugins(hp)
         w = sim.engine.init_params()
         self.state: dict[str, Any] = {"w": w, **self.plugins.init_state(w, sim.num_clients)}
+        if sim.engine.running is not None:
+            if self.personalized:
+                raise ValueError(
+                    f"{type(self).__name__} evaluates per-client models, and fairfl keeps BatchNorm running "
+                    "statistics for the global model only: use a model with GroupNorm (norm='group')"
+                )
+            self.state["running"] = sim.engine.running.clone()
 
     @property
     def w(self) -> torch.Tensor:
@@ -148,10 +155,14 @@ class FederatedAlgorithm:
         return RoundOutput(plan.clients, diagnostics)
 
     def apply(self, update: Update, uploads: Uploads) -> None:
-        """x_{t+1}: ``update.w`` after the server plug-ins (``server_plugins.py``)."""
+        """x_{t+1}: ``update.w`` after the server plug-ins (``server_plugins.py``); with BatchNorm, the global
+        running statistics become the plain average of the uploaded ones."""
         self.state["w"] = self.plugins.apply(
             self.state, update.w, uploads.clients, uploads.params, update.weights, update.server_lr
         )
+        if uploads.result.running is not None:
+            self.state["running"] = uploads.result.running.mean(0)
+            self.sim.engine.set_running_stats(self.state["running"])
 
     # -- what the runner evaluates and checkpoints ------------------------------------------------------
     def eval_params(self) -> torch.Tensor:
@@ -167,6 +178,8 @@ class FederatedAlgorithm:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.state = dict(state)
+        if "running" in self.state:
+            self.sim.engine.set_running_stats(self.state["running"])
 
 
 def register(name: str):

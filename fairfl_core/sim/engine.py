@@ -24,7 +24,7 @@ import copy
 import numpy as np
 import torch
 from torch import nn
-from torch.func import functional_call, replace_all_batch_norm_modules_
+from torch.func import functional_call
 from torch.nn import functional as F
 
 from fairfl_core.data.federated import SPLITS, FederatedDataset
@@ -37,17 +37,36 @@ from fairfl_core.sim.params import ParamSpace
 from fairfl_core.sim.sequential import SequentialTrainer
 from fairfl_core.sim.stack import BatchedTrainer, ClientStack, FeatureView
 
-__all__ = ["Engine", "TRAINERS"]
+__all__ = ["Engine", "TRAINERS", "batchnorm_rule"]
 
 TRAINERS = {"batched": BatchedTrainer, "sequential": SequentialTrainer}
+
+
+def batchnorm_rule(model: nn.Module) -> nn.Module:
+    """``model`` with every BatchNorm's step counter removed (in place): running statistics then follow the
+    layer's exponential ``momentum``, per client under the client map; a cumulative average (``momentum``
+    None) would need the counter and is refused."""
+    for name, module in model.named_modules():
+        if isinstance(module, nn.modules.batchnorm._BatchNorm):
+            if module.momentum is None or not module.track_running_stats:
+                raise ValueError(
+                    f"BatchNorm layer {name!r} has momentum=None or no running statistics; fairfl keeps "
+                    "per-client running statistics with an exponential momentum: use momentum=0.1 "
+                    "(the default)"
+                )
+            module.num_batches_tracked = None
+    return model
 
 
 class Engine:
     """Model + federated data on one device, and the per-client computations over them.
 
-    BatchNorm layers are switched to batch statistics (``replace_all_batch_norm_modules_``): running
-    statistics would need in-place updates under ``vmap`` and would leak into averages; GroupNorm
-    (the default for every model here) is unaffected.
+    BatchNorm (``batchnorm_rule``): each trained client keeps its own running statistics, updated by its
+    local steps (momentum as the layer's); the server sets the global ones to the plain average over the
+    clients whose upload arrives (``algorithms/base.py``); every evaluation (losses, accuracies, gradients,
+    features) runs in eval mode with the global running statistics ``running``, so one client's numbers never
+    depend on another client's data or on ``eval_batch``. GroupNorm (the default for every model here)
+    has no statistics.
     """
 
     def __init__(
@@ -66,9 +85,10 @@ class Engine:
         self.data = data
         self.device = data.device
         self.dtype = dtype
-        self.model = replace_all_batch_norm_modules_(copy.deepcopy(model)).to(self.device, dtype).eval()
+        self.model = batchnorm_rule(copy.deepcopy(model)).to(self.device, dtype).eval()
         self.space = ParamSpace.of(self.model)
-        self.buffers = dict(self.model.named_buffers())
+        self.stats_space = ParamSpace.of_buffers(self.model)
+        self.running = None if self.stats_space is None else self.stats_space.from_module(self.model).clone()
         self.eval_batch = eval_batch
         self.chunk_size = chunk_size
         self._feature_view = FeatureView(self.model)
@@ -76,10 +96,10 @@ class Engine:
         self.relu_mlp = dense_relu_layers(self.model) if self.client_axis == "bmm" else None
         if kind == "batched":
             self.trainer = BatchedTrainer(
-                self.model, self.space, data.inputs, data.y, chunk_size, self.client_axis
+                self.model, self.space, data.inputs, data.y, chunk_size, self.client_axis, self.stats_space
             )
         else:
-            self.trainer = SequentialTrainer(self.model, self.space, data.inputs, data.y)
+            self.trainer = SequentialTrainer(self.model, self.space, data.inputs, data.y, self.stats_space)
         self._padded = {split: data.padded(split) for split in SPLITS}
         self._counts = {split: c.cpu().numpy() for split, (_, c) in self._padded.items()}
         self._flat = {
@@ -93,6 +113,17 @@ class Engine:
     # -- parameters --------------------------------------------------------------------------------------
     def init_params(self) -> torch.Tensor:
         return self.space.from_module(self.model).clone()
+
+    @property
+    def buffers(self) -> dict[str, torch.Tensor]:
+        """The global running statistics as the model's buffers (empty without BatchNorm)."""
+        return {} if self.running is None else self.stats_space.unflatten(self.running)
+
+    def set_running_stats(self, running: torch.Tensor | None) -> None:
+        """Make ``running`` ``[Q]`` the global running statistics every evaluation uses."""
+        if (running is None) != (self.running is None):
+            raise ValueError("running statistics are given exactly for models with BatchNorm layers")
+        self.running = running
 
     def counts(self, split: str = "train") -> np.ndarray:
         return self._counts[split]
@@ -112,7 +143,7 @@ class Engine:
         ``work`` ``[K]``: the fraction f_k of its scheduled steps each client completes (stragglers,
         ``sim/faults.py``): only its first ⌈f_k K_k⌉ minibatches of the same schedule; None = all.
         """
-        return self.trainer.train(start, spec, self.schedule(clients, spec, seed, work))
+        return self.trainer.train(start, spec, self.schedule(clients, spec, seed, work), self.running)
 
     def stack(
         self,
@@ -124,7 +155,7 @@ class Engine:
     ) -> ClientStack:
         """The clients' local-training state at ``start``, to be advanced step by step (``stack.py``): the
         same minibatch streams as ``train`` with the same arguments."""
-        return self.trainer.stack(start, spec, self.schedule(clients, spec, seed, work))
+        return self.trainer.stack(start, spec, self.schedule(clients, spec, seed, work), self.running)
 
     def schedule(self, clients: np.ndarray, spec: LocalSpec, seed: int, work: np.ndarray | None = None):
         """The clients' minibatch streams for one round (``batches.py``), truncated for stragglers."""

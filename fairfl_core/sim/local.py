@@ -230,6 +230,7 @@ class LocalResult:
     params: torch.Tensor  # [K, P] parameters after local training
     train_loss: torch.Tensor  # [K] mean minibatch objective over the client's local steps
     stats: dict[str, torch.Tensor] = field(default_factory=dict)  # LocalSpec.statistics, [K, ...] each
+    running: torch.Tensor | None = None  # [K, Q] BatchNorm running statistics after training (None without)
 
     @staticmethod
     def concat(parts: Sequence[LocalResult]) -> LocalResult:
@@ -237,12 +238,14 @@ class LocalResult:
         if len(parts) == 1:
             return parts[0]
         stats = {k: torch.cat([p.stats[k] for p in parts]) for k in parts[0].stats}
+        running = None if parts[0].running is None else torch.cat([p.running for p in parts])
         return LocalResult(
-            torch.cat([p.params for p in parts]), torch.cat([p.train_loss for p in parts]), stats
+            torch.cat([p.params for p in parts]), torch.cat([p.train_loss for p in parts]), stats, running
         )
 
     def rows(self, index: torch.Tensor) -> LocalResult:
         """The result of the clients at ``index`` (a LongTensor into the K rows)."""
+        running = None if self.running is None else self.running[index]
         return LocalResult(
-            self.params[index], self.train_loss[index], {k: v[index] for k, v in self.stats.items()}
+            self.params[index], self.train_loss[index], {k: v[index] for k, v in self.stats.items()}, running
         )

@@ -3,7 +3,8 @@
 The server and every algorithm see a model as one flat vector of its **trainable floating-point
 parameters** (``[P]``, or ``[K, P]`` for K clients). Normalisation statistics and other buffers are never
 part of it, so norms, dot products, projections and averages (q-FFL's ‖Δ‖², FedFV's projections,
-FedMGDA+'s normalisation) only ever touch parameters.
+FedMGDA+'s normalisation) only ever touch parameters. BatchNorm's running statistics have a flat vector of
+their own (``ParamSpace.of_buffers``, ``[Q]``), kept beside the parameters (``engine.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ class ParamSpace:
     def of(cls, model: nn.Module) -> ParamSpace:
         named = [(n, p) for n, p in model.named_parameters() if p.requires_grad and p.is_floating_point()]
         return cls(tuple(n for n, _ in named), tuple(tuple(p.shape) for _, p in named))
+
+    @classmethod
+    def of_buffers(cls, model: nn.Module) -> ParamSpace | None:
+        """The space of a model's floating-point buffers (BatchNorm running statistics); None without any."""
+        named = [(n, b) for n, b in model.named_buffers() if b.is_floating_point()]
+        return cls(tuple(n for n, _ in named), tuple(tuple(b.shape) for _, b in named)) if named else None
 
     @property
     def numels(self) -> tuple[int, ...]:
@@ -57,8 +64,8 @@ class ParamSpace:
         return out
 
     def from_module(self, model: nn.Module) -> torch.Tensor:
-        params = dict(model.named_parameters())
-        return torch.cat([params[n].detach().reshape(-1) for n in self.names])
+        tensors = {**dict(model.named_parameters()), **dict(model.named_buffers())}
+        return torch.cat([tensors[n].detach().reshape(-1) for n in self.names])
 
     def load_into(self, model: nn.Module, flat: torch.Tensor) -> None:
         """Copy the flat vector into the module's parameters (in place)."""

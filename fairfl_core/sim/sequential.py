@@ -24,16 +24,25 @@ __all__ = ["SequentialStack", "SequentialTrainer"]
 
 
 class SequentialTrainer:
-    def __init__(self, model: nn.Module, space: ParamSpace, inputs: Callable, labels: torch.Tensor):
+    def __init__(
+        self,
+        model: nn.Module,
+        space: ParamSpace,
+        inputs: Callable,
+        labels: torch.Tensor,
+        stats_space: ParamSpace | None = None,
+    ):
         self.model = copy.deepcopy(model)
-        self.space, self.inputs, self.labels = space, inputs, labels
+        self.space, self.stats_space, self.inputs, self.labels = space, stats_space, inputs, labels
         self.params = [dict(self.model.named_parameters())[n] for n in space.names]
+        buffers = dict(self.model.named_buffers())
+        self.buffers = [buffers[n] for n in stats_space.names] if stats_space is not None else []
 
-    def stack(self, start: torch.Tensor, spec: LocalSpec, schedule: BatchSchedule) -> SequentialStack:
-        return SequentialStack(self, start, spec, schedule)
+    def stack(self, start, spec: LocalSpec, schedule: BatchSchedule, running=None) -> SequentialStack:
+        return SequentialStack(self, start, spec, schedule, running)
 
-    def train(self, start: torch.Tensor, spec: LocalSpec, schedule: BatchSchedule) -> LocalResult:
-        stack = self.stack(start, spec, schedule)
+    def train(self, start, spec: LocalSpec, schedule: BatchSchedule, running=None) -> LocalResult:
+        stack = self.stack(start, spec, schedule, running)
         for _ in range(schedule.num_steps):
             stack.step()
         return stack.result()
@@ -42,8 +51,8 @@ class SequentialTrainer:
 class SequentialStack(ClientStack):
     """K clients stepped one after another through the module and ``torch.optim.SGD``."""
 
-    def __init__(self, trainer: SequentialTrainer, start, spec, schedule):
-        super().__init__(trainer, start, spec, schedule)
+    def __init__(self, trainer: SequentialTrainer, start, spec, schedule, running=None):
+        super().__init__(trainer, start, spec, schedule, running)
         self.opt = torch.optim.SGD(trainer.params, lr=spec.lr, momentum=spec.momentum)
         self.momentum: dict[int, list[torch.Tensor]] = {}  # each client's SGD momentum buffers
 
@@ -57,9 +66,12 @@ class SequentialStack(ClientStack):
                 continue
             own = torch.as_tensor([k], device=self.device)
             ws = [t[k : k + 1] for t in self.ws]
+            own_running = [t[k] for t in self.running.values()]
             with torch.no_grad():
                 for p, w in zip(params, ws, strict=True):
                     p.copy_(w[0])
+                for buf, stat in zip(self.trainer.buffers, own_running, strict=True):
+                    buf.copy_(stat)
             x, y = self.trainer.inputs(idx[r], self.dtype), self.trainer.labels[idx[r]]
             self.opt.zero_grad(set_to_none=False)
             model.train()
@@ -69,6 +81,9 @@ class SequentialStack(ClientStack):
                 value = self.spec.objective(value)
             value.backward()
             model.eval()
+            with torch.no_grad():  # the train-mode forward pass updated the client's running statistics
+                for buf, stat in zip(self.trainer.buffers, own_running, strict=True):
+                    stat.copy_(buf)
             self._record(
                 own,
                 steps[r : r + 1],

@@ -57,23 +57,26 @@ class BatchedTrainer:
         labels: torch.Tensor,
         chunk_size: int | None = None,
         client_axis: str = "vmap",
+        stats_space: ParamSpace | None = None,
     ):
-        self.model, self.space = model, space
+        self.model, self.space, self.stats_space = model, space, stats_space
         self.inputs, self.labels = inputs, labels
-        self.buffers = dict(model.named_buffers())
         self.chunk_size = chunk_size
         self.client_axis = client_axis
         self.relu_mlp = dense_relu_layers(model) if client_axis == "bmm" else None  # checked by the engine
         view = FeatureView(model)
-        buffers = {f"inner.{n}": t for n, t in self.buffers.items()}
 
-        def features(params, x):
-            return functional_call(view, ({f"inner.{n}": t for n, t in params.items()}, buffers), (x,))
+        def features(params, stats, x):
+            tensors = {f"inner.{n}": t for n, t in {**params, **stats}.items()}
+            return functional_call(view, tensors, (x,))
 
         self.features = client_map(features, "vmap" if client_axis == "bmm" else client_axis)
 
     def gradient_fn(self, spec: LocalSpec) -> Callable:
-        """``(params {name: [R, ...]}, x, y, mask, scale [R] | None) → (gradient, objective [R])``.
+        """``(params {name: [R, ...]}, stats, x, y, mask, scale [R] | None) → (gradient, objective [R])``.
+
+        ``stats``: the rows' running statistics ``{name: [R, ...]}`` (empty without BatchNorm), updated in
+        place by the train-mode forward pass.
 
         The gradient has ``add_to(tensors, alpha)``: the closed form of ``mlp_step.py`` for
         ``client_axis="bmm"`` (unless the spec brings its own ``loss``), else the gradient of the loss mapped
@@ -85,22 +88,22 @@ class BatchedTrainer:
         if self.client_axis == "bmm" and spec.loss is None:
             flattens = self.relu_mlp[0]
 
-            def closed_form(params, x, y, m, scale):
+            def closed_form(params, stats, x, y, m, scale):
                 return mlp_gradient(flattens, list(params.values()), x, y, m, scale, objective)
 
             return closed_form
-        model, buffers, base_loss = self.model, self.buffers, spec.loss or masked_mean_loss
+        model, base_loss = self.model, spec.loss or masked_mean_loss
 
-        def loss(params, x, y, m):
-            value = base_loss(functional_call(model, (params, buffers), (x,)), y, m)
+        def loss(params, stats, x, y, m):
+            value = base_loss(functional_call(model, (params, stats), (x,)), y, m)
             return objective(value) if objective is not None else value
 
         # dropout: each client draws its own masks
         axis = "vmap" if self.client_axis == "bmm" else self.client_axis
         mapped = client_grad_and_value(loss, axis, randomness="different")
 
-        def autograd(params, x, y, m, scale):
-            grads, value = mapped(params, x, y, m)
+        def autograd(params, stats, x, y, m, scale):
+            grads, value = mapped(params, stats, x, y, m)
             g = list(grads.values())
             if scale is not None:
                 torch._foreach_mul_(g, per_row(scale, g))
@@ -108,11 +111,24 @@ class BatchedTrainer:
 
         return autograd
 
-    def stack(self, start: torch.Tensor, spec: LocalSpec, schedule: BatchSchedule) -> ClientStack:
-        """The K clients of ``schedule`` at ``start`` (``[P]`` shared or ``[K, P]``), ready to step."""
-        return BatchedStack(self, start, spec, schedule)
+    def stack(
+        self,
+        start: torch.Tensor,
+        spec: LocalSpec,
+        schedule: BatchSchedule,
+        running: torch.Tensor | None = None,
+    ) -> ClientStack:
+        """The K clients of ``schedule`` at ``start`` (``[P]`` shared or ``[K, P]``), with running statistics
+        ``running`` (``[Q]``; None without BatchNorm), ready to step."""
+        return BatchedStack(self, start, spec, schedule, running)
 
-    def train(self, start: torch.Tensor, spec: LocalSpec, schedule: BatchSchedule) -> LocalResult:
+    def train(
+        self,
+        start: torch.Tensor,
+        spec: LocalSpec,
+        schedule: BatchSchedule,
+        running: torch.Tensor | None = None,
+    ) -> LocalResult:
         """Every client's whole schedule, ``chunk_size`` clients at a time (bounds memory)."""
         k_clients = schedule.index.shape[0]
         chunk = self.chunk_size or k_clients
@@ -120,11 +136,25 @@ class BatchedTrainer:
         for lo in range(0, k_clients, chunk):
             rows = slice(lo, min(lo + chunk, k_clients))
             part_spec = spec if chunk == k_clients else spec.rows(rows)
-            part = self.stack(start[rows] if start.dim() == 2 else start, part_spec, schedule.rows(rows))
+            part_start = start[rows] if start.dim() == 2 else start
+            part = self.stack(part_start, part_spec, schedule.rows(rows), running)
             for _ in range(schedule.num_steps):
                 part.step()
             parts.append(part.result())
         return LocalResult.concat(parts)
+
+
+def check_full_batches(schedule: BatchSchedule) -> None:
+    """BatchNorm's batch statistics cannot leave padding out: every step a client takes must be a full
+    minibatch."""
+    partial = (schedule.mask.sum(-1) < schedule.mask.shape[-1]).cpu().numpy() & schedule.active
+    if partial.any():
+        raise ValueError(
+            "a model with BatchNorm would normalise a padded minibatch (one with fewer than batch_size "
+            "samples: the last of an epoch, or every one of a client holding fewer than batch_size samples): "
+            "use a batch_size that divides every client's sample count and local_steps mode, or a model with "
+            "GroupNorm (norm='group')"
+        )
 
 
 def per_row(values: torch.Tensor, like: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -135,7 +165,7 @@ def per_row(values: torch.Tensor, like: list[torch.Tensor]) -> list[torch.Tensor
 class ClientStack:
     """The local-training state of K clients (module docstring); subclasses define ``step``."""
 
-    def __init__(self, trainer, start: torch.Tensor, spec: LocalSpec, schedule: BatchSchedule):
+    def __init__(self, trainer, start: torch.Tensor, spec: LocalSpec, schedule: BatchSchedule, running=None):
         k = schedule.index.shape[0]
         self.trainer, self.spec, self.schedule = trainer, spec, schedule
         self.dtype, self.device = start.dtype, start.device
@@ -147,6 +177,14 @@ class ClientStack:
             for name, t in trainer.space.unflatten(flat).items()
         }
         self.ws = list(self.params.values())
+        self.running = {}  # each client's BatchNorm running statistics, {name: [K, ...]}
+        if running is not None:
+            check_full_batches(schedule)
+            stats = trainer.stats_space.unflatten(running)
+            self.running = {
+                n: t.expand(k, *t.shape).clone(memory_format=torch.contiguous_format)
+                for n, t in stats.items()
+            }
         self.terms = [term.bind(trainer.space, self.ws) for term in spec.step_terms()]
         self.cursor = np.zeros(k, dtype=np.int64)
         self.loss_sum = torch.zeros(k, dtype=self.dtype, device=self.device)
@@ -240,17 +278,18 @@ class ClientStack:
         )
 
     def result(self) -> LocalResult:
-        """Parameters, mean objective over the steps each client took, and the statistics."""
+        """Parameters, mean objective over the steps each client took, statistics, running statistics."""
         done = torch.as_tensor(self.steps_taken(), dtype=self.dtype, device=self.device)
         stats = {name: stat.finish(acc) for name, (stat, acc) in self.stats.items()}
-        return LocalResult(self.flat_params(), self.loss_sum / done.clamp_min(1), stats)
+        running = self.trainer.stats_space.flatten(self.running, batch_dims=1) if self.running else None
+        return LocalResult(self.flat_params(), self.loss_sum / done.clamp_min(1), stats, running)
 
 
 class BatchedStack(ClientStack):
     """Every stepping row's gradient in one mapped call; the update on the stacked tensors."""
 
-    def __init__(self, trainer: BatchedTrainer, start, spec, schedule):
-        super().__init__(trainer, start, spec, schedule)
+    def __init__(self, trainer: BatchedTrainer, start, spec, schedule, running=None):
+        super().__init__(trainer, start, spec, schedule, running)
         self.bufs = [torch.zeros_like(t) for t in self.ws] if spec.momentum else None
         self.gradient = trainer.gradient_fn(spec)
 
@@ -263,13 +302,17 @@ class BatchedStack(ClientStack):
         step_scale = scale if on is None else on * (1.0 if scale is None else scale)
         x, y = self.trainer.inputs(idx, dtype), self.trainer.labels[idx]
         params = self.params if sel is None else dict(zip(self.params, ws, strict=True))
+        running = self.running if sel is None else {n: t[sel] for n, t in self.running.items()}
+        before = {n: t.clone() for n, t in running.items()} if on is not None else {}
         model = self.trainer.model
         model.train()
         try:
-            grad, loss = self.gradient(params, x, y, m, step_scale)
+            grad, loss = self.gradient(params, running, x, y, m, step_scale)
         finally:
             model.eval()
-        self._record(sel, steps, on_host, m, loss, lambda: self.trainer.features(params, x))
+        for n, old in before.items():  # a row that does not step keeps its statistics too
+            running[n].copy_(torch.where(per_row(on, [old])[0] > 0, running[n], old))
+        self._record(sel, steps, on_host, m, loss, lambda: self.trainer.features(params, running, x))
         on_rows = None if on is None else per_row(on, ws)
         if drift is not None and on_rows is not None:
             drift = torch._foreach_mul(drift, on_rows)
@@ -291,6 +334,8 @@ class BatchedStack(ClientStack):
         if sel is not None:
             for t, w in zip(self.ws, ws, strict=True):
                 t.index_copy_(0, sel, w.detach())
+            for n, t in running.items():
+                self.running[n].index_copy_(0, sel, t)
         self._advance(sel, host_rows, loss.detach(), on_host)
 
 

@@ -9,12 +9,11 @@ import pytest
 import torch
 
 from fairfl_core.algorithms import ALGORITHMS, build_algorithm
-from fairfl_core.algorithms.base import RoundOutput
 from fairfl_core.experiments.config import ExperimentConfig, apply_overrides, config_hash
 from fairfl_core.experiments.runner import run_experiment
 from fairfl_core.experiments.store import RunStore
 from fairfl_core.sim.batches import draw_schedule
-from fairfl_core.sim.faults import FaultConfig, RoundFaults, completed_steps, draw_faults
+from fairfl_core.sim.faults import FaultConfig, completed_steps, draw_faults
 from fairfl_core.sim.local import LocalSpec, masked_mean_loss
 from tests.algorithms.conftest import tiny_sim
 from tests.experiments.conftest import digits_config
@@ -150,7 +149,7 @@ def test_fedavg_with_dropouts_equals_fedavg_over_the_survivors():
     algo = build_algorithm("fedavg", sim, {"weighting": "size"})
     w0 = algo.w.clone()
     out = algo.round(0)
-    faults = algo.faults
+    faults = sim.faults(0, out.selected)  # the same draw: its own counter-based stream
     assert faults.failed.sum() == 2
     assert out.diagnostics["faults"]["failed"] == out.selected[faults.failed].tolist()
     local = sim.engine.train(out.selected, w0, sim.local_spec(0), sim.seed_for(0, "batches")).params
@@ -166,11 +165,12 @@ def test_stragglers_upload_their_truncated_models():
     algo = build_algorithm("fedavg", sim, {"weighting": "uniform"})
     w0 = algo.w.clone()
     out = algo.round(0)
-    failed = out.selected[algo.faults.failed].tolist()
+    faults = sim.faults(0, out.selected)
+    failed = out.selected[faults.failed].tolist()
     assert len(failed) == 2
     assert out.diagnostics["faults"] == {"kind": "straggler", "failed": failed, "uploaded": 4}
     seed = sim.seed_for(0, "batches")
-    local = sim.engine.train(out.selected, w0, sim.local_spec(0), seed, algo.faults.work)
+    local = sim.engine.train(out.selected, w0, sim.local_spec(0), seed, faults.work)
     assert (algo.w - local.params.mean(0)).abs().max() < 1e-14
 
 
@@ -193,25 +193,12 @@ def test_a_round_where_every_client_fails_changes_nothing_and_is_recorded(name):
     assert torch.isfinite(algo.eval_params()).all()
 
 
-def _round_without_faults(algo, t: int) -> RoundOutput:
-    """``FedAvg.round`` as it was before faults existed (every hook sees every selected client)."""
-    clients = algo.select(t)
-    algo.faults = RoundFaults.none(clients)
-    spec = algo.local_spec(t, clients)
-    result = algo.sim.engine.train(clients, algo.w, spec, algo.sim.seed_for(t, "batches"))
-    reports = algo.reports(t, clients, result)
-    new_w = algo.aggregate(t, clients, result, reports)
-    algo.state["w"] = algo.server_step(t, clients, result, reports, new_w)
-    algo.after_round(t, clients, result, reports)
-    return RoundOutput(clients, algo.diagnostics(t, clients, result, reports))
-
-
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_p0_runs_exactly_as_without_faults(name):
     plain = build_algorithm(name, tiny_sim(), {})
     zero = build_algorithm(name, tiny_sim(faults=FaultConfig(rate=0.0, kind="straggler")), {})
     for t in range(2):
-        a, b = _round_without_faults(plain, t), zero.round(t)
+        a, b = plain.round(t), zero.round(t)
         assert np.array_equal(a.selected, b.selected) and a.diagnostics == b.diagnostics
     _assert_same_state(plain.state_dict(), zero.state_dict())
 
