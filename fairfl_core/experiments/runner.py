@@ -8,6 +8,7 @@ run and marks it ``diverged`` with the round.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -22,7 +23,7 @@ import torch
 from tqdm.auto import tqdm
 
 from fairfl_core import metrics
-from fairfl_core.algorithms.base import build_algorithm
+from fairfl_core.algorithms.base import algorithm_class, build_algorithm, make_hyper
 from fairfl_core.data.build import DataSpec, make_federated
 from fairfl_core.data.federated import FederatedDataset
 from fairfl_core.experiments.config import ExperimentConfig, config_hash
@@ -189,6 +190,21 @@ def _resumable(store: RunStore, algo, start: int, cfg: ExperimentConfig) -> bool
     )
 
 
+def resolved_hyper(cfg: ExperimentConfig) -> dict[str, Any]:
+    """The algorithm's hyperparameters with every default filled in, as JSON stores them. The config hash
+    covers only the fields a config sets, so a cached run is checked against these (``run_experiment``)."""
+    hyper = make_hyper(algorithm_class(cfg.algorithm.name).Hyper, cfg.algorithm.params, "algorithm")
+    return json.loads(json.dumps(dataclasses.asdict(hyper), default=str))
+
+
+def _changed(stored: dict[str, Any] | None, current: dict[str, Any]) -> list[str]:
+    """Hyperparameters whose resolved value differs from the cached run's (none for a run older than the
+    record)."""
+    if stored is None:
+        return []
+    return sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
+
+
 def run_experiment(
     cfg: ExperimentConfig,
     results_dir: str | Path = "results",
@@ -201,8 +217,19 @@ def run_experiment(
     parse_device(device or cfg.engine.device)
     store = RunStore(writable_results_dir(results_dir) / config_hash(cfg))
     store.open(cfg.to_dict())
+    hyper = resolved_hyper(cfg)
     if resume and store.is_done():
-        return RunResult(store.path, store.summary())
+        cached = store.summary()
+        changed = _changed(cached.get("algorithm_hyper"), hyper)
+        if not changed:
+            return RunResult(store.path, cached)
+        warnings.warn(
+            f"{store.path}: the cached run used other values of {changed} (an algorithm default changed "
+            "since); recomputing it",
+            RecoveryWarning,
+            stacklevel=2,
+        )
+        resume = False
     if cfg.engine.threads:
         torch.set_num_threads(cfg.engine.threads)
     dev = resolve_device(device or cfg.engine.device)
@@ -298,6 +325,7 @@ def run_experiment(
         "diverged_round": diverged_at,
         "name": cfg.name,
         "algorithm": cfg.algorithm.name,
+        "algorithm_hyper": hyper,
         "dataset": data.label(),
         "seed": cfg.seed,
         "rounds": final["round"],

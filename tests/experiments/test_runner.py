@@ -8,7 +8,7 @@ from fairfl_core.algorithms import build_algorithm
 from fairfl_core.algorithms.fedavg import FedAvg
 from fairfl_core.experiments.config import ExperimentConfig, apply_overrides
 from fairfl_core.experiments.runner import _summary, run_experiment
-from fairfl_core.experiments.store import RunStore
+from fairfl_core.experiments.store import RecoveryWarning, RunStore
 from fairfl_core.experiments.sweep import expand_sweep, run_sweep
 from fairfl_core.report.results import load_runs
 from tests.algorithms.conftest import run_rounds, tiny_sim
@@ -71,6 +71,28 @@ def test_complete_run_is_not_recomputed(cfg, tmp_path, monkeypatch):
     monkeypatch.setattr(FedAvg, "round", lambda self, t: pytest.fail("a finished run was recomputed"))
     again = run_experiment(cfg, tmp_path, progress=False)
     assert again.summary == first.summary
+
+
+def test_a_cached_run_whose_algorithm_defaults_changed_is_recomputed(cfg, tmp_path, monkeypatch):
+    """The config hash covers only the fields a config sets; the resolved hyperparameters in summary.json
+    catch a changed default (a summary written before they were recorded is kept)."""
+    first = run_experiment(cfg, tmp_path, progress=False)
+    assert first.summary["algorithm_hyper"]["weighting"] == "size"
+    summary_file = first.path / "summary.json"
+    stored = json.loads(summary_file.read_text())
+    summary_file.write_text(
+        json.dumps({**stored, "algorithm_hyper": {**stored["algorithm_hyper"], "weighting": "x"}})
+    )
+    rounds = []
+    real_round = FedAvg.round
+    monkeypatch.setattr(FedAvg, "round", lambda self, t: rounds.append(t) or real_round(self, t))
+    with pytest.warns(RecoveryWarning, match=r"other values of \['weighting'\].*recomputing"):
+        again = run_experiment(cfg, tmp_path, progress=False)
+    assert rounds == list(range(cfg.train.rounds)) and again.summary["mean"] == first.summary["mean"]
+    del stored["algorithm_hyper"]
+    summary_file.write_text(json.dumps(stored))
+    monkeypatch.setattr(FedAvg, "round", lambda self, t: pytest.fail("a finished run was recomputed"))
+    assert run_experiment(cfg, tmp_path, progress=False).summary == stored
 
 
 def test_killed_run_resumes_to_identical_numbers(cfg, tmp_path, monkeypatch):
