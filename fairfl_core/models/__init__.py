@@ -13,8 +13,9 @@ Contract shared by all models:
   forward and ``grad``, in float32 and float64 (no ``nn.LSTM``, no in-place ops, no data-dependent control
   flow). Models with dropout (``ditto_cnn_femnist``, ``equitable_cnn_femnist``, ``lstm_afga``) need
   ``vmap(..., randomness="different")`` in train mode. BatchNorm models (``convmixer``,
-  ``resnet18(norm="batch")``) need their buffers stacked per client too (train mode updates each client's
-  running statistics in its own slice); ``resnet18`` defaults to GroupNorm, which has no buffers.
+  ``resnet18(norm="batch")``): the engine stacks their running statistics per client (train mode updates
+  each client's in its own slice) and evaluates in eval mode (``sim/engine.py``); ``resnet18`` defaults to
+  GroupNorm, which has none.
 
 Registered names (paper defaults; see each module for sources): ``mlp``, ``mlp_cifar10``, ``logreg``
 (:mod:`.mlp`); ``cnn_cifar10`` and its ``_narrow``/``_wide``/``_shallow``/``_deep`` variants,

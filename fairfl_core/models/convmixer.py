@@ -6,8 +6,8 @@ global average pool, ``head = Linear(h, num_classes)``. Kernel 5 and patch 2 are
 CIFAR defaults (the paper states only "256-8"): 594,186 parameters for 10 classes, 617,316 for 100 (AFGA
 spec §4.3).
 
-BatchNorm as in the original; under ``vmap`` stack its buffers per client with the parameters (see
-:mod:`fairfl_core.models.resnet`). ``features`` is the pooled h-d vector. Initialisation: PyTorch defaults.
+BatchNorm as in the original; the engine keeps its running statistics per client (``sim/engine.py``).
+``features`` is the pooled h-d vector. Initialisation: PyTorch defaults.
 """
 
 from __future__ import annotations

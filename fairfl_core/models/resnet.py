@@ -11,9 +11,9 @@ Normalisation (no paper states how it is handled in FL):
 * ``norm="group"`` (default): ``GroupNorm(groups, C)`` with ``groups=2`` by default, the usual
   replacement of BatchNorm in FL (Hsieh et al., 2020; Reddi et al., 2021). No running statistics, so the
   model is a pure function of its parameters: the natural choice for the stacked ``torch.func`` engine.
-* ``norm="batch"``: ``BatchNorm2d`` as in the papers' code bases (the sequential reference path). Under
-  ``vmap`` it needs its buffers stacked per client like the parameters (``stack_module_state`` does this);
-  in train mode each client's running statistics are then updated in its own slice.
+* ``norm="batch"``: ``BatchNorm2d`` as in the papers' code bases. The engine stacks its running statistics
+  per client like the parameters; in train mode each client's are updated in its own slice, and evaluation
+  runs in eval mode with the server's average (``sim/engine.py``).
 
 Both normalisations have the same parameter count (a weight and a bias per channel).
 ``features`` is the 512-d global-average-pooled vector (Equitable-FL's activation layer, d = 512).
