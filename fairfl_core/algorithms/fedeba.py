@@ -10,10 +10,11 @@ line 15). The prior q is FedAvg's ``weighting``: ``"uniform"`` (default) is the 
 ``"size"`` the data-ratio prior q_i = n_i / Σ_{j∈S_t} n_j. τ → ∞ gives q, i.e. FedAvg with the same
 weighting; τ → 0 puts all weight on the highest-loss client (Remark 4.2). x_{t+1} = x_t + η Σ_i p_i Δ_i.
 
-Options (spec §2.11): ``loss_eval`` (A5) ``"full"`` (default: forward pass over the client's whole training
-set at its trained model) or ``"last_epoch_avg"`` (the mean minibatch loss of its local steps);
+Readings of the paper's options: ``loss_eval``, the loss F_i(x^i_{t,K}) of Eq. 4: ``"full"`` (default: a
+forward pass over the client's whole training set at its trained model) or ``"last_epoch_avg"`` (the mean
+minibatch loss of its local steps);
 ``tau_schedule``/``tau_kappa`` (Remark M.1, Fig. 9) anneal τ_t = τ / (1 + κ t)^a with a = 1 (linear),
-½ (concave), 3 (convex); t is the 0-based round (the paper's t − 1, A13), ``"constant"`` (default) keeps τ.
+½ (concave), 3 (convex); t is the 0-based round (the paper's t − 1), ``"constant"`` (default) keeps τ.
 
 Also here: the two-client quadratic toy of Fig. 1 / App. I.1 (``figure1_toy``).
 
@@ -123,7 +124,7 @@ def figure1_toy(tau: float, q: float = 1.0, x_t: float = 0.0, step: float = 0.25
 
     Each client takes one gradient step of size ``step`` from ``x_t`` (x_1 = 2, x_2 = −1). FedAvg averages;
     EBA weights by softmax of the post-step losses / τ (the paper prints τ = 1 but its x ≈ −0.1 needs
-    τ ≈ 5.311; spec A28); q-FedAvg uses losses at x_t and L = 1 (the paper's computation; spec §2.12).
+    τ ≈ 5.311); q-FedAvg uses losses at x_t and L = 1 (the computation App. I.1 describes).
     """
     local = x_t - step * 2 * TOY_CURVATURE * (x_t - TOY_CENTRE)
     fedavg = float(local.mean())

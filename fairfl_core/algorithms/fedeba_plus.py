@@ -1,6 +1,6 @@
 """FedEBA+ (Alg. 1) and Prac-FedEBA+ (Alg. 3) of Wang, Wang, Shi, Karimireddy & Tang, "Entropy-driven Fair
 and Effective Federated Learning": EBA aggregation (``fedeba.py``) plus an alignment update chosen each
-round by the fair-angle test on the losses L_i = F_i(x_t) of the received model (training split, A6)::
+round by the fair-angle test on the losses L_i = F_i(x_t) of the received model (on the training split)::
 
     φ_t = arccos(⟨L, 1⟩ / (‖L‖ √n))          (Alg. 1 line 7; tan φ_t = std(L)/mean(L), population std)
 
@@ -12,14 +12,14 @@ round by the fair-angle test on the losses L_i = F_i(x_t) of the received model 
 * otherwise, model alignment (Eqs. 8–9): plain local SGD and Δ_t = (1 − α) Σ_i p_i Δ_i + α Σ_i q_i Δ̃^a_i,
   Δ̃^a_i = x^i_{t,1} − x^i_{t,0} = −η_t ∇F_i(x_t; ξ) a one-step update (q = the ``weighting``: Eq. 9's mean,
   size-weighted with ``"size"``);
-* x_{t+1} = x_t + η Δ_t; the local lr decays through ``train.lr_decay`` (0.999 per round in the paper, A12).
+* x_{t+1} = x_t + η Δ_t; the local lr decays through ``train.lr_decay`` (0.999 per round, §4.3).
 
-∇F_i(x_t) is "one local update" (A7): ``fair_grad="minibatch"`` (default) one minibatch of size B, drawn
+∇F_i(x_t) is "one local update" (the paper's wording): ``fair_grad="minibatch"`` (default) one minibatch of size B, drawn
 from its own random stream (the engine returns only the final local model, so it is not literally the first
 minibatch of the local run; same distribution), or ``"full"`` the client's whole training set; the same
-gradient gives Δ̃^a. ``model_align_scale="local_steps"`` multiplies Δ̃^a_i by K_i (A9; default
-``"one_step"`` is Eq. 8 literally). α = 0 is FedEBA: no alignment and no extra exchange (A29).
-``entropy_weights=False`` replaces p and p̃ by q: the ablation "FedAvg+②" of Table 15 (A19).
+gradient gives Δ̃^a. ``model_align_scale="local_steps"`` multiplies Δ̃^a_i by K_i (a reading that puts Δ̃^a on the
+scale of Δ_i; default ``"one_step"`` is Eq. 8 literally). α = 0 is FedEBA: no alignment, no extra exchange.
+``entropy_weights=False`` replaces p and p̃ by q: the ablation "FedAvg+②" of Table 15.
 
 ``fair_grad_units``: ``"gradient"`` (default; Eqs. 10–11 literally, g̃ = Σ p̃_i ∇F_i(x_t)) or ``"update"``
 (g̃ = Σ p̃_i (x_t − x^i_{t,1}) = η_t Σ p̃_i ∇F_i(x_t), the one-step model update that the paper's wording
@@ -31,9 +31,9 @@ rounds 6–13, all 5 seeds (also with ``fair_grad="full"`` and with τ = 1), whi
 **Prac-FedEBA+** (``"prac_fedeba+"``, default θ = 15°): plain local SGD and no extra exchange. If φ_t > θ,
 g̃ = Σ_i p̃_i (1/K_i) Σ_k ∇F_i(x^i_{t,k}; ξ) = −Σ_i p̃_i Δ_i/(η_t K_i) (Eq. 12, exact for plain SGD),
 Δ̂_i = (1 − α)Δ_i − α η_t K_i g̃ and Δ_t = Σ_i p_i Δ̂_i, i.e. with equal K
-Δ_t = (1 − α) Σ_i p_i Δ_i + α Σ_j p̃_j Δ_j; otherwise Eq. 8 with Δ̃_i = Δ_i/K_i (A10: x^i_{t,K}; the box's
+Δ_t = (1 − α) Σ_i p_i Δ_i + α Σ_j p̃_j Δ_j; otherwise Eq. 8 with Δ̃_i = Δ_i/K_i (with x^i_{t,K}; the box's
 x^i_{t,K−1} would need the model before the last local step, which the engine does not return).
-The current round's updates are used (Alg. 3 box; A11).
+The current round's updates are used (Alg. 3 box).
 
 Per-round diagnostics: ``fair_angle`` (degrees), ``branch`` ("gradient", "model" or "none" when α = 0),
 ``extra_comms`` (cumulative extra exchanges), ``extra_cost`` = extra / (rounds + extra) (Table 3), and
@@ -99,8 +99,8 @@ class Alignment(Hyper):
 
 @dataclass
 class FedEBAPlusHyper(Alignment, FedEBAHyper):
-    """Alg. 1 defaults (Table 1: α = 0.9, τ = 0.1, θ = 0°); ``fair_grad`` (A7), ``fair_grad_units`` and
-    ``model_align_scale`` (A9): see the module docstring."""
+    """Alg. 1 defaults (Table 1: α = 0.9, τ = 0.1, θ = 0°); ``fair_grad``, ``fair_grad_units`` and
+    ``model_align_scale``: see the module docstring."""
 
     fair_grad: str = "minibatch"
     fair_grad_units: str = "gradient"
@@ -121,7 +121,7 @@ class FedEBAPlusHyper(Alignment, FedEBAHyper):
 
 @dataclass
 class PracFedEBAPlusHyper(Alignment, FedEBAHyper):
-    """Alg. 3 with the paper's recommended θ = 15° (α, τ not stated: FedEBA+'s 0.9 and 0.1, A16)."""
+    """Alg. 3 with the paper's recommended θ = 15° (α, τ not stated: FedEBA+'s 0.9 and 0.1)."""
 
     theta: float = 15.0
 

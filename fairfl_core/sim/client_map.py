@@ -92,7 +92,7 @@ def client_grad_and_value(
 
     ``fn(params: dict, *args) → scalar``. ``vmap`` / ``bmm``: ``vmap(grad_and_value(fn))``. ``loop``: each
     client's gradient by reverse-mode autograd (``torch.autograd.grad``), which runs fused kernels' own
-    backward (torch's LSTM: 8× faster than ``torch.func.grad`` through it on CPU); the same numbers.
+    backward (torch's fused LSTM, much faster than ``torch.func.grad`` through it on CPU); the same numbers.
     """
     if client_axis in ("vmap", "bmm"):
         return vmap(grad_and_value(fn), in_dims=in_dims, randomness=randomness)

@@ -13,9 +13,8 @@ to that layer's output::
 where c_k = f′(L_k) · s_k carries a surrogate objective f of the mean loss L_k (PropFair, TERM) and a
 per-client gradient scale s_k (GIFAIR-FL, masked padded steps). The gradient stays in this factored form
 (:class:`FactoredGradient`): the SGD update adds ``−η δ_lᵀ a_l`` into each stacked weight with one
-``baddbmm_`` per layer, so no ``[K, out, in]`` gradient is ever written and read back. A W1 round
-(``benchmarks/README.md``) takes 0.042 s this way and 0.069 s with ``vmap(grad(...))`` on 2 CPU cores; the
-arithmetic is the same, so the two agree to float64 rounding (``tests/sim/test_mlp_step.py``). The engine's
+``baddbmm_`` per layer, so no ``[K, out, in]`` gradient is ever written and read back (``benchmarks/README.md``
+compares it with ``vmap(grad(...))``). The arithmetic is the same, so the two agree to float64 rounding (``tests/sim/test_mlp_step.py``). The engine's
 full-batch per-client gradients (``Engine.gradients``) use the same closed form for these models.
 """
 
