@@ -14,11 +14,12 @@ round by the fair-angle test on the losses L_i = F_i(x_t) of the received model 
   size-weighted with ``"size"``);
 * x_{t+1} = x_t + η Δ_t; the local lr decays through ``train.lr_decay`` (0.999 per round, §4.3).
 
-∇F_i(x_t) is "one local update" (the paper's wording): ``fair_grad="minibatch"`` (default) one minibatch of size B, drawn
-from its own random stream (the engine returns only the final local model, so it is not literally the first
-minibatch of the local run; same distribution), or ``"full"`` the client's whole training set; the same
-gradient gives Δ̃^a. ``model_align_scale="local_steps"`` multiplies Δ̃^a_i by K_i (a reading that puts Δ̃^a on the
-scale of Δ_i; default ``"one_step"`` is Eq. 8 literally). α = 0 is FedEBA: no alignment, no extra exchange.
+∇F_i(x_t) is "one local update" (the paper's wording): ``fair_grad="minibatch"`` (default) one minibatch of
+size B, drawn from its own random stream (the engine returns only the final local model, so it is not
+literally the first minibatch of the local run; same distribution), or ``"full"`` the client's whole training
+set; the same gradient gives Δ̃^a. ``model_align_scale="local_steps"`` multiplies Δ̃^a_i by K_i (a reading
+that puts Δ̃^a on the scale of Δ_i; default ``"one_step"`` is Eq. 8 literally). α = 0 is FedEBA: no alignment,
+no extra exchange.
 ``entropy_weights=False`` replaces p and p̃ by q: the ablation "FedAvg+②" of Table 15.
 
 ``fair_grad_units``: ``"gradient"`` (default; Eqs. 10–11 literally, g̃ = Σ p̃_i ∇F_i(x_t)) or ``"update"``
