@@ -10,8 +10,8 @@ to that layer's output::
     δ_{l−1} = (δ_l W_l) ⊙ 1[a_l > 0]
     ∇W_l = δ_lᵀ a_l,   ∇b_l = Σ_j δ_l
 
-where c_k = f′(L_k) · s_k carries a surrogate objective f of the mean loss L_k (PropFair, TERM) and a per-
-client gradient scale s_k (GIFAIR-FL, masked padded steps). The gradient stays in this factored form
+where c_k = f′(L_k) · s_k carries a surrogate objective f of the mean loss L_k (PropFair, TERM) and a
+per-client gradient scale s_k (GIFAIR-FL, masked padded steps). The gradient stays in this factored form
 (:class:`FactoredGradient`): the SGD update adds ``−η δ_lᵀ a_l`` into each stacked weight with one
 ``baddbmm_`` per layer, so no ``[K, out, in]`` gradient is ever written and read back
 (``benchmarks/README.md`` compares it with ``vmap(grad(...))``). The arithmetic is the same, so the two agree
