@@ -175,7 +175,13 @@ class Engine:
         return schedule
 
     # -- forward passes ----------------------------------------------------------------------------------
+    def eval_mode(self) -> None:
+        """Evaluations run in eval mode (local training leaves the model in train mode)."""
+        if self.model.training:
+            self.model.eval()
+
     def logits(self, w: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        self.eval_mode()
         return functional_call(self.model, (self.space.unflatten(w), self.buffers), (x,))
 
     def losses(
@@ -234,6 +240,7 @@ class Engine:
             return (F.cross_entropy(out, y, reduction="none") * m).sum(), ((out.argmax(-1) == y) * m).sum()
 
         fn = client_map(per_client, self.client_axis)
+        self.eval_mode()
         loss_sum = torch.zeros(len(clients), dtype=self.dtype, device=self.device)
         hits = torch.zeros_like(loss_sum)
         with torch.no_grad():
@@ -256,6 +263,7 @@ class Engine:
             in_dims = (0 if w.dim() == 2 else None, 0, 0, 0)
             fn = client_grad_and_value(loss_sum, self.client_axis, in_dims=in_dims)
         out = torch.zeros(len(clients), self.space.size, dtype=self.dtype, device=self.device)
+        self.eval_mode()
         for rows, idx, mask in self._padded_chunks(clients, split):
             x, y = self.data.inputs(idx, self.dtype), self.data.y[idx]
             if self.client_axis == "bmm":  # the closed form: the chunk's mean gradient × its sample count
@@ -277,6 +285,7 @@ class Engine:
             return (self._features(wk, x) * m[:, None]).sum(0)
 
         fn = client_map(feat_sum, self.client_axis, in_dims=(0 if w.dim() == 2 else None, 0, 0))
+        self.eval_mode()
         out = None
         with torch.no_grad():
             for rows, idx, mask in self._padded_chunks(clients, split):

@@ -245,15 +245,18 @@ class ClientStack:
             self.cursor[host_rows] += 1
 
     def _record(self, sel, steps, on, m, loss, features: Callable[[], torch.Tensor]) -> None:
-        """Feed the statistics a view of this step (features computed at most once, dropout off)."""
+        """Feed the statistics a view of this step (features computed at most once, in eval mode)."""
         if not self.stats:
             return
         cache: list[torch.Tensor] = []
 
         def once() -> torch.Tensor:
             if not cache:
+                model, training = self.trainer.model, self.trainer.model.training
+                model.eval()
                 with torch.no_grad():
                     cache.append(features())
+                model.train(training)
             return cache[0]
 
         active = torch.as_tensor(on, device=self.device).to(self.dtype)
@@ -304,12 +307,9 @@ class BatchedStack(ClientStack):
         params = self.params if sel is None else dict(zip(self.params, ws, strict=True))
         running = self.running if sel is None else {n: t[sel] for n, t in self.running.items()}
         before = {n: t.clone() for n, t in running.items()} if on is not None else {}
-        model = self.trainer.model
-        model.train()
-        try:
-            grad, loss = self.gradient(params, running, x, y, m, step_scale)
-        finally:
-            model.eval()
+        if not self.trainer.model.training:  # the engine's evaluations switch it to eval mode
+            self.trainer.model.train()
+        grad, loss = self.gradient(params, running, x, y, m, step_scale)
         for n, old in before.items():  # a row that does not step keeps its statistics too
             running[n].copy_(torch.where(per_row(on, [old])[0] > 0, running[n], old))
         self._record(sel, steps, on_host, m, loss, lambda: self.trainer.features(params, running, x))
