@@ -236,7 +236,7 @@ class ClientStack:
 
     def _advance(self, sel, host_rows, loss, on) -> None:
         """Add the stepping rows' objective to their running sum and move their cursors on."""
-        gained = torch.where(torch.as_tensor(on, device=self.device), loss, torch.zeros_like(loss))
+        gained = loss if on.all() else torch.where(torch.as_tensor(on, device=self.device), loss, 0.0)
         if sel is None:
             self.loss_sum += gained
             self.cursor += 1
