@@ -10,12 +10,16 @@ from dataclasses import dataclass
 
 from fairfl_core.algorithms.base import Plan, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, select_clients
+from fairfl_core.algorithms.hyper import Hyper
+from fairfl_core.sim.local import LocalSpec
 
-__all__ = ["FedProx", "FedProxHyper"]
+__all__ = ["FedProx", "FedProxHyper", "Proximal"]
 
 
 @dataclass
-class FedProxHyper(FedAvgHyper):
+class Proximal(Hyper):
+    """``mu``: weight μ of the proximal term (μ/2)‖w − w^t‖² of the local objective (0: FedAvg's)."""
+
     mu: float = 0.01
 
     def check(self):
@@ -23,10 +27,18 @@ class FedProxHyper(FedAvgHyper):
             raise ValueError(f"mu must be non-negative, got {self.mu}")
 
 
+@dataclass
+class FedProxHyper(Proximal, FedAvgHyper):
+    """FedAvg's groups and the proximal weight μ."""
+
+
 @register("fedprox")
 class FedProx(FedAvg):
     Hyper = FedProxHyper
 
+    def prox_spec(self, t: int) -> LocalSpec:
+        """Round t's local step with the proximal term towards the received model."""
+        return self.sim.local_spec(t, prox_mu=self.hp.mu, prox_ref=self.w)
+
     def configure(self, t: int) -> Plan:
-        spec = self.sim.local_spec(t, prox_mu=self.hp.mu, prox_ref=self.w)
-        return Plan(select_clients(self.sim, t, self.hp), spec)
+        return Plan(select_clients(self.sim, t, self.hp), self.prox_spec(t))

@@ -15,16 +15,16 @@ its loss cache with what the selected clients report. λ = ``lam_frac`` · λ_ma
 Tables 2, 3, 5); ``"partition"`` uses the data's groups (Tables 4, 6); ``"auto"`` picks the partition's
 groups when it has them.
 
-Readings of the ambiguities (spec gifair_fl.md §2.6); the alternatives sit behind options:
+Readings of the paper's ambiguities; the alternatives sit behind options:
 
 * p_k = n_k / Σ_j n_j over the *training* samples.
-* A1 sampling: ``sampling="size"`` (∝ p_k, without replacement) + ``weighting="uniform"`` (simple average),
+* Sampling: ``sampling="size"`` (∝ p_k, without replacement) + ``weighting="uniform"`` (simple average),
   as in the q-FFL and Ditto reference code. Remark 2's uniform sampling: ``sampling="uniform"`` with
   ``weighting="size"`` (normalised, Σ_S p_k θ_k / Σ_S p_k) or ``unbiased=True`` (θ ← (K/m) Σ_S p_k θ_k as
   printed; these weights need not sum to 1).
-* A2 initial losses: ``init_losses="evaluate"`` (F_k(θ⁰) on every client's training set) or ``"zero"``
+* Initial losses: ``init_losses="evaluate"`` (F_k(θ⁰) on every client's training set) or ``"zero"``
   (all r_k = 0, so round 0 is FedAvg).
-* A3 reported losses: the server caches each client's last report; clients not selected keep theirs.
+* Reported losses: the server caches each client's last report; clients not selected keep theirs.
   ``loss_source="local"``: F_k(θ_k), the mean loss on the client's whole training set at its post-training
   model (Algorithm 2 as written); ``"minibatch"``: the mean minibatch loss over the round's local steps (no
   extra pass); ``"global"``: F_k(θ̄) at the new global model (Sec. 3.3, the exact r of the theory).
@@ -37,14 +37,14 @@ K/|survivors|.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import register
-from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper
-from fairfl_core.sim.local import LocalResult, LocalSpec
+from fairfl_core.algorithms.base import Plan, Update, Uploads, register
+from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, select_clients
+from fairfl_core.algorithms.server_plugins import remember_rows
+from fairfl_core.sim.local import LocalResult
 
 __all__ = [
     "GIFAIRGlobal",
@@ -159,7 +159,7 @@ INIT_LOSSES = {
 @dataclass
 class GIFAIRHyper(FedAvgHyper):
     """``lam_frac``: λ/λ_max ∈ [0, 1); ``groups``, ``loss_source``, ``init_losses``, ``unbiased``: see the
-    module docstring. Sampling defaults to ∝ p_k with a simple average (spec A1)."""
+    module docstring. Sampling defaults to ∝ p_k with a simple average."""
 
     sampling: str = "size"
     weighting: str = "uniform"
@@ -204,49 +204,39 @@ class GIFAIRGlobal(FedAvg):
         """The scales 1 + λ r_k / (p_k |A_{s_k}|) of ``clients`` from the current loss cache."""
         return gradient_scale(self.p, self.groups, self.state["losses"], self.lam)[clients]
 
-    def local_spec(self, t: int, clients: np.ndarray) -> LocalSpec:
+    def configure(self, t: int) -> Plan:
+        clients = select_clients(self.sim, t, self.hp)
         scale = torch.as_tensor(self.scales(clients), dtype=self.w.dtype, device=self.w.device)
-        return self.sim.local_spec(t, grad_scale=scale)
+        return Plan(clients, self.sim.local_spec(t, grad_scale=scale))
 
-    def reports(self, t: int, clients: np.ndarray, result: LocalResult) -> dict[str, Any]:
-        return {"scale": self.scales(clients)}
-
-    def weights(self, t: int, clients: np.ndarray, reports: dict[str, Any]) -> torch.Tensor:
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         if not self.hp.unbiased:
-            return super().weights(t, clients, reports)
-        a = self.p[clients] * self.sim.num_clients / len(clients)
-        return torch.as_tensor(a, dtype=self.w.dtype, device=self.w.device)
+            return super().aggregate(t, plan, uploads)
+        a = self.p[uploads.clients] * self.sim.num_clients / len(uploads.clients)
+        a = torch.as_tensor(a, dtype=self.w.dtype, device=self.w.device)
+        target = a @ uploads.params  # (K/m) Σ_S p_k θ_k (Remark 2)
+        return Update(self.w + self.hp.server_lr * (target - self.w), a, self.hp.server_lr)
 
-    def aggregate(
-        self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]
-    ) -> torch.Tensor:
-        if not self.hp.unbiased:
-            return super().aggregate(t, clients, result, reports)
-        target = self.weights(t, clients, reports) @ result.params  # (K/m) Σ_S p_k θ_k (Remark 2)
-        return self.w + self.hp.server_lr * (target - self.w)
-
-    def after_round(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> None:
-        """Refresh the selected clients' cached losses (out of place: saved states stay put)."""
-        fresh = LOSS_SOURCES[self.hp.loss_source](self, clients, result).double().cpu().numpy()
-        ids, first = np.unique(
-            clients, return_index=True
-        )  # one report per client (sampling with replacement)
-        losses = self.state["losses"].copy()
-        losses[ids] = fresh[first]
-        self.state["losses"] = losses
-
-    def diagnostics(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> dict:
+    def apply(self, update: Update, uploads: Uploads) -> None:
+        """The new model, then the uploading clients' losses refresh the cache (``loss_source="global"``:
+        at that model); the diagnostics read the refreshed cache."""
+        scale = self.scales(uploads.clients)  # what they were sent: the cache before the refresh
+        super().apply(update, uploads)
+        fresh = LOSS_SOURCES[self.hp.loss_source](self, uploads.clients, uploads.result)
+        self.state["losses"] = remember_rows(
+            self.state["losses"], uploads.clients, fresh.double().cpu().numpy()
+        )
         cached = self.state["losses"]
         per_group = group_losses(cached, self.groups)
-        out = {
-            **super().diagnostics(t, clients, result, reports),
-            "lambda": self.lam,
-            "lambda_max": self.lam_max,
-            "objective": fairness_objective(self.p, self.groups, cached, self.lam),
-            "group_loss_spread": float(per_group.max() - per_group.min()),
-            "scale_min": float(reports["scale"].min()),
-            "scale_max": float(reports["scale"].max()),
-        }
+        update.diagnostics.update(
+            {
+                "lambda": self.lam,
+                "lambda_max": self.lam_max,
+                "objective": fairness_objective(self.p, self.groups, cached, self.lam),
+                "group_loss_spread": float(per_group.max() - per_group.min()),
+                "scale_min": float(scale.min()),
+                "scale_max": float(scale.max()),
+            }
+        )
         if len(per_group) <= LISTED_GROUPS:
-            out["group_losses"] = per_group.tolist()
-        return out
+            update.diagnostics["group_losses"] = per_group.tolist()

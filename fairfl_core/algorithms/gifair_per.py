@@ -16,14 +16,13 @@ Faults (``sim/faults.py``): as GIFAIR-FL-Global's; only the survivors' θ_k are 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import register
+from fairfl_core.algorithms.base import Update, Uploads, register
 from fairfl_core.algorithms.gifair_global import GIFAIRGlobal, GIFAIRHyper
-from fairfl_core.sim.local import LocalResult
+from fairfl_core.algorithms.server_plugins import remember_rows
 
 __all__ = ["GIFAIRPer", "GIFAIRPerHyper"]
 
@@ -50,17 +49,14 @@ class GIFAIRPer(GIFAIRGlobal):
         self.state["personal"] = self.w.expand(sim.num_clients, -1).clone()
         self.state["trained"] = np.zeros(sim.num_clients, dtype=bool)
 
-    def after_round(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> None:
-        """θ_k ← the post-training local model of each selected client (out of place)."""
-        super().after_round(t, clients, result, reports)
-        ids, first = np.unique(clients, return_index=True)
-        device = self.w.device
-        self.state["personal"] = self.state["personal"].index_copy(
-            0, torch.as_tensor(ids, device=device), result.params[torch.as_tensor(first, device=device)]
+    def apply(self, update: Update, uploads: Uploads) -> None:
+        """GIFAIR-FL-Global's server step, then θ_k ← the post-training local model of each uploading
+        client (out of place)."""
+        super().apply(update, uploads)
+        self.state["personal"] = remember_rows(self.state["personal"], uploads.clients, uploads.params)
+        self.state["trained"] = remember_rows(
+            self.state["trained"], uploads.clients, np.ones(len(uploads.clients), dtype=bool)
         )
-        trained = self.state["trained"].copy()
-        trained[ids] = True
-        self.state["trained"] = trained
 
     def personal_params(self) -> torch.Tensor:
         """θ_k for every client that has trained, the current global model for the others."""

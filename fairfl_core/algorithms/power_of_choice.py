@@ -2,8 +2,8 @@
 
 Each round: d candidates drawn without replacement ∝ p_k = n_k / n (``sampling="size"``); each reports
 F_k(w) on its whole training set at the global model; the m candidates with the highest loss train;
-aggregation is the plain mean 1/m (importance is already in the sampling). d defaults to min(N, 2m)
-(Equitable-FL spec §3.4); the SubTrunc paper's setting (spec §3) is d = N.
+aggregation is the plain mean 1/m (importance is already in the sampling). d defaults to min(N, 2m), the
+setting Equitable-FL's baseline section reads as "pow-d"; the SubTrunc paper's comparison uses d = N.
 
 Faults (``sim/faults.py``): the candidates report their losses before training; of the m that train, the
 survivors are averaged (1/|survivors|).
@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fairfl_core.algorithms.base import register
-from fairfl_core.algorithms.fedprox import FedProx, FedProxHyper
+from fairfl_core.algorithms.base import Plan, register
+from fairfl_core.algorithms.fedprox import FedProx, Proximal
+from fairfl_core.algorithms.hyper import SAMPLING, Averaging, ServerPluginHyper
 from fairfl_core.selection import sample_clients
 from fairfl_core.selection.power_of_choice import default_candidates, highest_loss_clients
 
@@ -24,8 +25,9 @@ __all__ = ["PowerOfChoice", "PowerOfChoiceHyper"]
 
 
 @dataclass
-class PowerOfChoiceHyper(FedProxHyper):
-    """``d``: candidate-set size (None → min(N, 2m)); ``sampling``: candidates ∝ n_k or uniform."""
+class PowerOfChoiceHyper(Proximal, ServerPluginHyper, Averaging):
+    """``d``: candidate-set size (None → min(N, 2m)), drawn without replacement; ``sampling``: candidates
+    ∝ n_k or uniform."""
 
     sampling: str = "size"
     weighting: str = "uniform"
@@ -33,8 +35,8 @@ class PowerOfChoiceHyper(FedProxHyper):
     d: int | None = None
 
     def check(self):
-        if self.replacement:
-            raise ValueError("replacement must be False: Power-of-Choice draws d distinct candidates")
+        if self.sampling not in SAMPLING:
+            raise ValueError(f"sampling must be one of {SAMPLING}, got {self.sampling!r}")
         if self.d is not None and self.d < 1:
             raise ValueError(
                 f"d must be a positive number of candidates (or null for min(N, 2m)), got {self.d}"
@@ -59,7 +61,11 @@ class PowerOfChoice(FedProx):
             return self.hp.d
         return default_candidates(self.sim.num_clients, self.sim.train.clients_per_round)
 
-    def select(self, t: int) -> np.ndarray:
+    def configure(self, t: int) -> Plan:
+        return Plan(self.choose(t), self.prox_spec(t))
+
+    def choose(self, t: int) -> np.ndarray:
+        """The m highest-loss clients of d candidates."""
         probs = self.sim.train_sizes if self.hp.sampling == "size" else None
         candidates = sample_clients(
             self.sim.rng(t, "candidates"), self.sim.num_clients, self.num_candidates, probs, replace=False

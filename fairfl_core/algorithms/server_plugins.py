@@ -42,11 +42,15 @@ def fedvarp_correction(memory: torch.Tensor, clients: np.ndarray, p: torch.Tenso
     return memory.mean(dim=0) - p.to(memory) @ memory[rows]
 
 
-def remember_rows(memory: torch.Tensor, clients: np.ndarray, values: torch.Tensor) -> torch.Tensor:
+def remember_rows(memory, clients: np.ndarray, values):
     """``memory[i] ← values[row of i]`` for the clients of a round (the first row of a client drawn twice
     with replacement), out of place so that saved states stay put. Every per-client server memory uses it
-    (FedVARP's y_i, SCAFFOLD's c_i, Ditto's v_k, ...)."""
+    (FedVARP's y_i, SCAFFOLD's c_i, Ditto's v_k, GIFAIR-FL's loss cache, ...); a tensor or a numpy array."""
     ids, first = np.unique(clients, return_index=True)
+    if isinstance(memory, np.ndarray):
+        out = memory.copy()
+        out[ids] = np.asarray(values)[first]
+        return out
     rows = torch.as_tensor(ids, device=memory.device)
     return memory.index_copy(0, rows, values[torch.as_tensor(first, device=values.device)].to(memory))
 

@@ -13,7 +13,7 @@ from fairfl_core.algorithms.gifair_global import (
     lambda_max,
     rank_signs,
 )
-from tests.algorithms.conftest import run_rounds, tiny_sim
+from tests.algorithms.conftest import run_rounds, server_round, tiny_sim
 
 # tiny_sim: 6 clients with 7, 12, 17, 22, 27, 32 training samples, groups k % 2
 TINY_SIZES = np.array([7.0, 12.0, 17.0, 22.0, 27.0, 32.0])
@@ -104,12 +104,13 @@ def test_the_scale_reaches_the_local_step():
     # one local step: θ_k − θ = −η s_k g_k, i.e. s_k times the unscaled update on the same minibatch
     sim = tiny_sim(local_steps=1, clients_per_round=4)
     algo = build_algorithm("gifair_global", sim, {"lam_frac": 0.9})
-    w0, clients = algo.w.clone(), algo.select(0)
+    plan = algo.configure(0)
+    w0, clients = algo.w.clone(), plan.clients
     scale = algo.scales(clients)
     assert not np.allclose(scale, 1.0)
     seed = sim.seed_for(0, "batches")
     plain = sim.engine.train(clients, w0, sim.local_spec(0), seed).params - w0
-    scaled = sim.engine.train(clients, w0, algo.local_spec(0, clients), seed).params - w0
+    scaled = sim.engine.train(clients, w0, plan.spec, seed).params - w0
     assert torch.allclose(scaled, torch.as_tensor(scale)[:, None] * plain, atol=1e-12)
     algo.round(0)  # simple average of the scaled local models
     assert torch.allclose(algo.w, w0 + (torch.as_tensor(scale)[:, None] * plain).mean(0), atol=1e-12)
@@ -145,8 +146,9 @@ def test_the_loss_cache_holds_the_reported_losses(source):
     algo = build_algorithm("gifair_global", sim, {"loss_source": source})
     w0, init = algo.w.clone(), algo.state["losses"].copy()
     assert np.allclose(init, sim.engine.losses(w0, split="train")[0].numpy())  # A2: F_k(θ⁰)
-    clients = algo.select(0)
-    local = sim.engine.train(clients, w0, algo.local_spec(0, clients), sim.seed_for(0, "batches"))
+    plan = algo.configure(0)
+    clients = plan.clients
+    local = sim.engine.train(clients, w0, plan.spec, sim.seed_for(0, "batches"))
     algo.round(0)
     reported = {
         "local": sim.engine.losses(local.params, clients)[0],
@@ -172,13 +174,11 @@ def test_remark_2_uniform_sampling_aggregates():
     algo = build_algorithm("gifair_global", sim, {"sampling": "uniform", "unbiased": True})
     clients = np.array([0, 1])
     params = torch.stack([algo.w + 1.0, algo.w - 2.0])
-    from fairfl_core.sim.local import LocalResult
-
-    new = algo.aggregate(0, clients, LocalResult(params, torch.zeros(2)), {})
+    new = server_round(algo, clients, params).w
     a = TINY_SIZES[:2] / TINY_SIZES.sum() * 6 / 2  # (K/m) p_k, need not sum to 1
     assert torch.allclose(new, a[0] * params[0] + a[1] * params[1])
     normalised = build_algorithm("gifair_global", sim, {"sampling": "uniform", "weighting": "size"})
-    p = normalised.weights(0, clients, {})
+    p = server_round(normalised, clients, params).weights
     assert torch.allclose(p, torch.as_tensor(TINY_SIZES[:2] / TINY_SIZES[:2].sum()))
 
 

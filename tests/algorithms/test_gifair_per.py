@@ -22,8 +22,9 @@ def test_personal_models_are_the_last_local_models_and_the_global_one_before_tra
     algo = build_algorithm("gifair_per", sim, {"lam_frac": 0.5})
     w0 = algo.w.clone()
     assert torch.equal(algo.personal_params(), w0.expand(6, -1))
-    clients = algo.select(0)
-    local = sim.engine.train(clients, w0, algo.local_spec(0, clients), sim.seed_for(0, "batches")).params
+    plan = algo.configure(0)
+    clients = plan.clients
+    local = sim.engine.train(clients, w0, plan.spec, sim.seed_for(0, "batches")).params
     algo.round(0)
     theta = algo.personal_params()
     assert torch.equal(theta[clients], local)

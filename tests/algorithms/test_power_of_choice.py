@@ -4,7 +4,7 @@ import torch
 
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.selection import sample_clients
-from tests.algorithms.conftest import tiny_sim
+from tests.algorithms.conftest import server_round, tiny_sim
 
 LOSS_TABLE = np.array([0.3, 2.0, 0.8, 1.5, 0.1, 0.9])  # client 1 has the largest loss of all
 
@@ -29,7 +29,7 @@ def test_selects_the_top_m_of_the_drawn_candidates(d):
     for t in range(12):
         candidates = sample_clients(sim.rng(t, "candidates"), 6, d, sim.train_sizes)
         expected = np.sort(candidates[np.argsort(-LOSS_TABLE[candidates])[:2]])
-        assert np.array_equal(algo.select(t), expected)
+        assert np.array_equal(algo.choose(t), expected)
         saw_client_1_left_out |= 1 not in candidates
     assert saw_client_1_left_out or d == 6  # d < N: the global top-loss client is not always a candidate
 
@@ -37,15 +37,16 @@ def test_selects_the_top_m_of_the_drawn_candidates(d):
 def test_d_equal_m_is_size_proportional_sampling_and_default_d_is_2m():
     sim = tiny_sim(clients_per_round=2)
     algo = build_algorithm("power_of_choice", sim, {"d": 2})
-    assert np.array_equal(algo.select(5), sample_clients(sim.rng(5, "candidates"), 6, 2, sim.train_sizes))
+    assert np.array_equal(algo.choose(5), sample_clients(sim.rng(5, "candidates"), 6, 2, sim.train_sizes))
     assert build_algorithm("power_of_choice", sim, {}).num_candidates == 4
 
 
 def test_aggregation_is_the_plain_mean():
     algo = build_algorithm("power_of_choice", tiny_sim(), {})
-    assert torch.allclose(
-        algo.weights(0, np.array([0, 3, 5]), {}), torch.full((3,), 1 / 3, dtype=torch.float64)
+    update = server_round(
+        algo, np.array([0, 3, 5]), algo.w + torch.eye(3, algo.w.numel(), dtype=torch.float64)
     )
+    assert torch.allclose(update.weights, torch.full((3,), 1 / 3, dtype=torch.float64))
 
 
 def test_bad_hyperparameters_name_the_field():
@@ -55,5 +56,5 @@ def test_bad_hyperparameters_name_the_field():
         build_algorithm("power_of_choice", tiny_sim(), {"d": 2})
     with pytest.raises(ValueError, match="d must be a positive"):
         build_algorithm("power_of_choice", tiny_sim(), {"d": 0})
-    with pytest.raises(ValueError, match="replacement must be False"):
-        build_algorithm("power_of_choice", tiny_sim(), {"replacement": True})
+    with pytest.raises(ValueError, match=r"unknown field\(s\) \['replacement'\]"):
+        build_algorithm("power_of_choice", tiny_sim(), {"replacement": True})  # d distinct candidates
