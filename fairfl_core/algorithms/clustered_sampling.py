@@ -13,13 +13,14 @@ representative gradients G_i are replaced (a dropped client keeps its stale one)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import register
-from fairfl_core.algorithms.fedprox import FedProx, FedProxHyper
+from fairfl_core.algorithms.base import Plan, Update, Uploads, register
+from fairfl_core.algorithms.fedprox import FedProx, Proximal
+from fairfl_core.algorithms.hyper import Averaging, ServerPluginHyper
+from fairfl_core.algorithms.server_plugins import remember_rows
 from fairfl_core.selection.clustered import (
     MEASURES,
     cluster_distributions,
@@ -27,26 +28,20 @@ from fairfl_core.selection.clustered import (
     representative_distances,
     sample_one_per_row,
 )
-from fairfl_core.sim.local import LocalResult
 
 __all__ = ["ClusteredSampling", "ClusteredSamplingHyper"]
 
 
 @dataclass
-class ClusteredSamplingHyper(FedProxHyper):
-    """``similarity`` between representative gradients: arccos (default, Equitable-FL spec), L2 (squared)
-    or L1."""
+class ClusteredSamplingHyper(Proximal, ServerPluginHyper, Averaging):
+    """``similarity`` between representative gradients: arccos (default, as Equitable-FL's baseline uses
+    it), L2 (squared) or L1. One client is drawn per cluster distribution, so there is no sampling field."""
 
     weighting: str = "uniform"
     mu: float = 0.0
     similarity: str = "arccos"
 
     def check(self):
-        if (self.sampling, self.replacement) != ("uniform", False):
-            raise ValueError(
-                "sampling/replacement do not apply to clustered_sampling (one client is drawn per "
-                "cluster distribution); leave them at their defaults"
-            )
         if self.similarity not in MEASURES:
             raise ValueError(f"similarity must be one of {sorted(MEASURES)}, got {self.similarity!r}")
 
@@ -70,15 +65,16 @@ class ClusteredSampling(FedProx):
         )
         return cluster_distributions(labels, p, m, self.sim.rng(t, "clusters"))
 
-    def select(self, t: int) -> np.ndarray:
+    def configure(self, t: int) -> Plan:
+        return Plan(self.choose(t), self.prox_spec(t))
+
+    def choose(self, t: int) -> np.ndarray:
+        """One client from each of this round's m distributions."""
         return np.sort(sample_one_per_row(self.distributions(t), self.sim.rng(t, "select")))
 
-    def reports(self, t: int, clients: np.ndarray, result: LocalResult) -> dict[str, Any]:
-        return {"updates": result.params - self.w}  # w is still the model the clients received
-
-    def after_round(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> None:
-        ids, first = np.unique(clients, return_index=True)  # a client drawn twice: keep one of its updates
-        rep = self.state["rep_grads"]
-        rep[torch.as_tensor(ids, device=rep.device)] = reports["updates"][
-            torch.as_tensor(first, device=rep.device)
-        ]
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        """FedAvg's step; the uploaded updates (from the model the clients received) become the clients'
+        representative gradients (one per client drawn twice)."""
+        updates = uploads.params - self.w
+        self.state["rep_grads"] = remember_rows(self.state["rep_grads"], uploads.clients, updates)
+        return super().aggregate(t, plan, uploads)

@@ -15,13 +15,13 @@ Faults (``sim/faults.py``): the survivors are averaged with renormalised weights
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import register
-from fairfl_core.algorithms.fedprox import FedProx, FedProxHyper
+from fairfl_core.algorithms.base import Plan, Update, Uploads, register
+from fairfl_core.algorithms.fedprox import FedProx, Proximal
+from fairfl_core.algorithms.hyper import Averaging, ServerPluginHyper
 from fairfl_core.selection.facility_location import (
     FacilityLocation,
     greedy,
@@ -30,7 +30,6 @@ from fairfl_core.selection.facility_location import (
     stochastic_greedy,
     stochastic_pool_size,
 )
-from fairfl_core.sim.local import LocalResult
 
 __all__ = ["DivFL", "DivFLHyper"]
 
@@ -39,9 +38,9 @@ GRAD_MODES = ("stale", "fresh")
 
 
 @dataclass
-class DivFLHyper(FedProxHyper):
+class DivFLHyper(Proximal, ServerPluginHyper, Averaging):
     """``greedy``: lazy | naive | stochastic; ``subsample``: stochastic pool fraction;
-    ``grad_mode``: stale | fresh."""
+    ``grad_mode``: stale | fresh. Clients are chosen by facility location, so there is no sampling field."""
 
     mu: float = 0.0
     greedy: str = "lazy"
@@ -49,11 +48,6 @@ class DivFLHyper(FedProxHyper):
     grad_mode: str = "stale"
 
     def check(self):
-        if (self.sampling, self.replacement) != ("uniform", False):
-            raise ValueError(
-                "sampling/replacement do not apply to divfl (selection is by facility location); "
-                "leave them at their defaults"
-            )
         if self.greedy not in GREEDY:
             raise ValueError(f"greedy must be one of {GREEDY}, got {self.greedy!r}")
         if not 0 < self.subsample <= 1:
@@ -66,7 +60,11 @@ class DivFLHyper(FedProxHyper):
 class DivFL(FedProx):
     Hyper = DivFLHyper
 
-    def select(self, t: int) -> np.ndarray:
+    def configure(self, t: int) -> Plan:
+        return Plan(self.choose(t), self.prox_spec(t))
+
+    def choose(self, t: int) -> np.ndarray:
+        """The m clients maximising the facility-location objective over the gradient distances."""
         objective = self.objective(t, self.distances())
         m = self.sim.train.clients_per_round
         if self.hp.greedy == "stochastic":
@@ -88,16 +86,14 @@ class DivFL(FedProx):
             self.state["dist"] = pairwise_distances(self.state["grads"])
         return self.state["dist"]
 
-    def reports(self, t: int, clients: np.ndarray, result: LocalResult) -> dict[str, Any]:
-        if self.hp.grad_mode == "fresh":
-            return {}
-        return {"grads": self.sim.engine.gradients(self.w, clients)}  # at the model the clients received
-
-    def after_round(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> None:
-        if self.hp.grad_mode == "fresh":
-            return
-        grads, dist = self.state["grads"], self.state["dist"]
-        grads[torch.as_tensor(clients, device=grads.device)] = reports["grads"]
-        rows = pairwise_distances(reports["grads"], grads)
-        dist[clients, :] = rows
-        dist[:, clients] = rows.T
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        """FedAvg's step; with stale gradients, the uploading clients' gradients at the model they received
+        replace their rows of the cache."""
+        if self.hp.grad_mode == "stale":
+            clients, grads, dist = uploads.clients, self.state["grads"], self.state["dist"]
+            fresh = self.sim.engine.gradients(self.w, clients)
+            grads[torch.as_tensor(clients, device=grads.device)] = fresh
+            rows = pairwise_distances(fresh, grads)
+            dist[clients, :] = rows
+            dist[:, clients] = rows.T
+        return super().aggregate(t, plan, uploads)

@@ -13,7 +13,7 @@ def test_round_stores_each_sampled_clients_last_update_and_averages_uniformly():
     w0 = algo.w.clone()
     assert not algo.state["rep_grads"].any()  # G_i = 0 before anyone trained
     clients = algo.round(0).selected
-    res = sim.engine.train(clients, w0, algo.local_spec(0, clients), sim.seed_for(0, "batches"))
+    res = sim.engine.train(clients, w0, sim.local_spec(0), sim.seed_for(0, "batches"))  # μ = 0
     assert torch.allclose(algo.w, w0 + (res.params - w0).mean(0))  # 1/m each, a duplicate counts twice
     ids, first = np.unique(clients, return_index=True)
     assert torch.allclose(algo.state["rep_grads"][ids], res.params[first] - w0)
@@ -48,7 +48,7 @@ def test_clients_with_the_same_update_direction_cluster_together():
     "params, field",
     [
         ({"similarity": "cosine"}, "similarity must be one of"),
-        ({"sampling": "size"}, "sampling/replacement"),
+        ({"sampling": "size"}, r"unknown field\(s\) \[.sampling.\]"),
         ({"weighting": "equal"}, "weighting must be one of"),
     ],
 )

@@ -4,7 +4,7 @@ import torch
 
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.selection.facility_location import FacilityLocation, greedy, pairwise_distances
-from tests.algorithms.conftest import run_rounds, tiny_sim
+from tests.algorithms.conftest import run_rounds, server_round, tiny_sim
 
 EVERYONE = np.arange(6)
 
@@ -13,7 +13,7 @@ def test_round_zero_uses_every_clients_gradient_and_picks_the_greedy_set():
     sim = tiny_sim()
     algo = build_algorithm("divfl", sim, {})
     w0 = algo.w.clone()
-    picked = algo.select(0)
+    picked = algo.choose(0)
     grads = sim.engine.gradients(w0, EVERYONE)
     dist = np.linalg.norm((grads[:, None] - grads[None]).numpy(), axis=-1)  # ‖g_i − g_j‖ by hand
     assert torch.allclose(algo.state["grads"], grads)
@@ -43,7 +43,7 @@ def test_fresh_mode_recomputes_every_gradient():
     algo = build_algorithm("divfl", sim, {"grad_mode": "fresh"})
     run_rounds(algo, 2)
     dist = pairwise_distances(sim.engine.gradients(algo.w, EVERYONE))
-    assert np.array_equal(algo.select(2), greedy(FacilityLocation(dist), 3))
+    assert np.array_equal(algo.choose(2), greedy(FacilityLocation(dist), 3))
     assert "grads" not in algo.state
 
 
@@ -51,20 +51,20 @@ def test_fresh_mode_recomputes_every_gradient():
 def test_greedy_variants_agree_with_lazy_when_they_must(params):
     lazy = build_algorithm("divfl", tiny_sim(), {})
     other = build_algorithm("divfl", tiny_sim(), params)
-    assert np.array_equal(lazy.select(0), other.select(0))
+    assert np.array_equal(lazy.choose(0), other.choose(0))
 
 
 def test_stochastic_greedy_is_reproducible_and_distinct():
     a, b = (
         build_algorithm("divfl", tiny_sim(), {"greedy": "stochastic", "subsample": 0.3}) for _ in range(2)
     )
-    picked = a.select(4)
-    assert np.array_equal(picked, b.select(4)) and len(set(picked.tolist())) == 3
+    picked = a.choose(4)
+    assert np.array_equal(picked, b.choose(4)) and len(set(picked.tolist())) == 3
 
 
 def test_sample_weighted_aggregation_by_default():
-    sim = tiny_sim()
-    p = build_algorithm("divfl", sim, {}).weights(0, np.array([0, 1]), {})
+    algo = build_algorithm("divfl", tiny_sim(), {"grad_mode": "fresh"})
+    p = server_round(algo, np.array([0, 1]), algo.w.expand(2, -1) + 1.0).weights
     assert torch.allclose(p, torch.tensor([7 / 19, 12 / 19], dtype=torch.float64))
 
 
@@ -74,7 +74,7 @@ def test_sample_weighted_aggregation_by_default():
         ({"greedy": "fast"}, "greedy must be one of"),
         ({"subsample": 0.0}, "subsample must be in"),
         ({"grad_mode": "old"}, "grad_mode must be one of"),
-        ({"sampling": "size"}, "sampling/replacement do not apply"),
+        ({"sampling": "size"}, r"unknown field\(s\) \[.sampling.\]"),
         ({"mu": -1.0}, "mu must be non-negative"),
     ],
 )
