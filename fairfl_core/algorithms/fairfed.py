@@ -18,14 +18,15 @@ report; only their ω̄_k change.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import register
-from fairfl_core.algorithms.fedprox import FedProx, FedProxHyper
-from fairfl_core.sim.local import LocalResult
+from fairfl_core.algorithms.base import Plan, Update, Uploads, register
+from fairfl_core.algorithms.fedavg import averaged
+from fairfl_core.algorithms.fedprox import FedProx, Proximal
+from fairfl_core.algorithms.hyper import ClientSampling, ServerPluginHyper
+from fairfl_core.algorithms.server_plugins import remember_rows
 
 __all__ = ["FairFed", "FairFedHyper", "fairfed_gaps", "fairfed_update", "fairfed_weights"]
 
@@ -52,18 +53,18 @@ def fairfed_weights(fair_weights: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class FairFedHyper(FedProxHyper):
-    """``beta``: the fairness budget β (DecLearn's default 1.0; Equitable-FL spec grid {0.1, 0.5, 1})."""
+class FairFedHyper(Proximal, ServerPluginHyper, ClientSampling):
+    """``beta``: the fairness budget β (DecLearn's default 1.0; Equitable-FL's grid {0.1, 0.5, 1});
+    ``server_lr``: η_g. The aggregation weights are FairFed's own (they start at n_k / n and follow β), so
+    there is no weighting field."""
 
     mu: float = 0.0
     beta: float = 1.0
+    server_lr: float = 1.0
 
     def check(self):
-        if self.weighting != "size":
-            raise ValueError(
-                "weighting does not apply to fairfed (its weights start at n_k / n and follow β); "
-                "leave it at 'size'"
-            )
+        if self.server_lr <= 0:
+            raise ValueError(f"server_lr must be positive, got {self.server_lr}")
         if self.beta < 0:
             raise ValueError(f"beta must be non-negative, got {self.beta}")
 
@@ -76,24 +77,16 @@ class FairFed(FedProx):
         super().__init__(sim, hp)
         self.state["fair_weights"] = sim.train_sizes / sim.train_sizes.sum()
 
-    def reports(self, t: int, clients: np.ndarray, result: LocalResult) -> dict[str, Any]:
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        """The accuracy gaps at the received model, the clipped fairness-weight update, and the average with
+        the renormalised weights."""
+        clients = uploads.clients
         _, acc = self.sim.engine.losses(self.w, clients, split="train")
         gaps = fairfed_gaps(acc.cpu().numpy(), self.sim.train_sizes[clients])
-        return {
-            "gaps": gaps,
-            "fair_weights": fairfed_update(self.state["fair_weights"][clients], gaps, self.hp.beta),
-        }
-
-    def weights(self, t: int, clients: np.ndarray, reports: dict[str, Any]) -> torch.Tensor:
-        p = fairfed_weights(reports["fair_weights"], self.sim.train_sizes[clients])
-        return torch.as_tensor(p, dtype=self.w.dtype, device=self.w.device)
-
-    def after_round(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> None:
-        self.state["fair_weights"][clients] = reports["fair_weights"]
-
-    def diagnostics(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> dict:
-        return {
-            **super().diagnostics(t, clients, result, reports),
-            "gaps": reports["gaps"].tolist(),
-            "weights": self.weights(t, clients, reports).tolist(),
-        }
+        fair = fairfed_update(self.state["fair_weights"][clients], gaps, self.hp.beta)
+        self.state["fair_weights"] = remember_rows(self.state["fair_weights"], clients, fair)
+        p = torch.as_tensor(
+            fairfed_weights(fair, self.sim.train_sizes[clients]), dtype=self.w.dtype, device=self.w.device
+        )
+        new_w = averaged(self.w, uploads.params, p, self.hp.server_lr)
+        return Update(new_w, p, self.hp.server_lr, {"gaps": gaps.tolist(), "weights": p.tolist()})

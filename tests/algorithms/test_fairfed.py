@@ -30,7 +30,7 @@ def test_one_round_matches_the_formulas_at_the_global_model():
     sim = tiny_sim()
     algo = build_algorithm("fairfed", sim, {"beta": 0.5})
     w0 = algo.w.clone()
-    clients = algo.select(0)
+    clients = algo.configure(0).clients
     acc = sim.engine.losses(w0, clients)[1].numpy()
     n = sim.train_sizes[clients]
     delta = np.abs((acc * n).sum() / n.sum() - acc)
@@ -78,7 +78,7 @@ def test_runs_on_clients_without_group_labels():
     "params, field",
     [
         ({"beta": -0.1}, "beta must be non-negative"),
-        ({"weighting": "uniform"}, "weighting does not apply"),
+        ({"weighting": "uniform"}, r"unknown field\(s\) \[.weighting.\]"),
         ({"mu": -1.0}, "mu must be non-negative"),
     ],
 )
