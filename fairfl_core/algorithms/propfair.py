@@ -27,12 +27,10 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import register
-from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper
-from fairfl_core.sim.local import LocalSpec
+from fairfl_core.algorithms.base import Plan, register
+from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, select_clients
 
 __all__ = ["PropFair", "PropFairHyper", "propfair_objective"]
 
@@ -70,6 +68,6 @@ def propfair_objective(loss: torch.Tensor, M: float, eps: float, huber: bool = F
 class PropFair(FedAvg):
     Hyper = PropFairHyper
 
-    def local_spec(self, t: int, clients: np.ndarray) -> LocalSpec:
+    def configure(self, t: int) -> Plan:
         objective = functools.partial(propfair_objective, M=self.hp.M, eps=self.hp.eps, huber=self.hp.huber)
-        return self.sim.local_spec(t, objective=objective)
+        return Plan(select_clients(self.sim, t, self.hp), self.sim.local_spec(t, objective=objective))

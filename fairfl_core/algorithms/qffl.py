@@ -22,14 +22,12 @@ w ← w − Σ_{k∈R} Δ_k / Σ_{k∈R} h_k.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import register
-from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper
-from fairfl_core.sim.local import LocalResult
+from fairfl_core.algorithms.base import Plan, Update, Uploads, register
+from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights
 
 __all__ = ["QFFL", "QFFLHyper", "qffl_delta_and_h"]
 
@@ -73,20 +71,10 @@ def qffl_delta_and_h(
 class QFFL(FedAvg):
     Hyper = QFFLHyper
 
-    def reports(self, t: int, clients: np.ndarray, result: LocalResult) -> dict[str, Any]:
-        return {"losses": self.sim.engine.losses(self.w, clients, "train")[0]}
-
-    def aggregate(
-        self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]
-    ) -> torch.Tensor:
-        delta, h = qffl_delta_and_h(reports["losses"], self.w - result.params, self.sim.lr(t), self.hp.q)
-        p = self.weights(t, clients, reports)
-        return self.w - self.hp.server_lr * (p @ delta) / (p @ h)
-
-    def diagnostics(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> dict:
-        losses = reports["losses"]
-        return {
-            **super().diagnostics(t, clients, result, reports),
-            "loss_at_global_mean": float(losses.mean()),
-            "loss_at_global_max": float(losses.max()),
-        }
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        """w − η_g Σ p_k Δ_k / Σ p_k h_k with F_k at the received model."""
+        losses = self.sim.engine.losses(self.w, uploads.clients, "train")[0]
+        delta, h = qffl_delta_and_h(losses, self.w - uploads.params, self.sim.lr(t), self.hp.q)
+        p = average_weights(self.sim, uploads.clients, self.hp, self.w)
+        diagnostics = {"loss_at_global_mean": float(losses.mean()), "loss_at_global_max": float(losses.max())}
+        return Update(self.w - self.hp.server_lr * (p @ delta) / (p @ h), p, self.hp.server_lr, diagnostics)

@@ -22,14 +22,12 @@ Z takes their Σ p_j e_j).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import register
-from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper
-from fairfl_core.sim.local import LocalResult
+from fairfl_core.algorithms.base import Plan, Update, Uploads, register
+from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights, averaged
 
 __all__ = ["TERM", "TERMHyper", "running_tilt_weights", "tilt_factors", "tilt_weights"]
 
@@ -84,26 +82,21 @@ class TERM(FedAvg):
         if hp.normalizer == "running":
             self.state["tilt_norm"] = 0.0
 
-    def reports(self, t: int, clients: np.ndarray, result: LocalResult) -> dict[str, Any]:
-        losses = self.sim.engine.losses(self.w, clients, "train")[0]
-        prior = super().weights(t, clients, {})
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        """The average with the tilted weights of the losses at the received model."""
+        losses = self.sim.engine.losses(self.w, uploads.clients, "train")[0]
+        prior = average_weights(self.sim, uploads.clients, self.hp, self.w)
         if self.hp.normalizer == "softmax":
-            return {"losses": losses, "tilt_weights": tilt_weights(losses, self.hp.t, prior)}
-        weights, norm = running_tilt_weights(losses, self.hp.t, prior, self.state["tilt_norm"])
-        return {"losses": losses, "tilt_weights": weights, "tilt_norm": norm}
-
-    def weights(self, t: int, clients: np.ndarray, reports: dict[str, Any]) -> torch.Tensor:
-        return reports["tilt_weights"]
-
-    def after_round(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> None:
-        if "tilt_norm" in reports:
-            self.state["tilt_norm"] = reports["tilt_norm"]
-
-    def diagnostics(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> dict:
-        w = reports["tilt_weights"]
-        return {
-            **super().diagnostics(t, clients, result, reports),
-            "tilt_weight_max": float(w.max()),
-            "tilt_weight_sum": float(w.sum()),
-            "loss_at_global_max": float(reports["losses"].max()),
+            p = tilt_weights(losses, self.hp.t, prior)
+        else:
+            p, self.state["tilt_norm"] = running_tilt_weights(
+                losses, self.hp.t, prior, self.state["tilt_norm"]
+            )
+        diagnostics = {
+            "tilt_weight_max": float(p.max()),
+            "tilt_weight_sum": float(p.sum()),
+            "loss_at_global_max": float(losses.max()),
         }
+        return Update(
+            averaged(self.w, uploads.params, p, self.hp.server_lr), p, self.hp.server_lr, diagnostics
+        )

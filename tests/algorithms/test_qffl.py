@@ -72,9 +72,9 @@ def test_with_dropouts_both_sums_run_over_the_survivors():
     algo = build_algorithm("qffl", sim, {"q": 2.0})
     w0 = algo.w.clone()
     out = algo.round(0)
-    survivors = out.selected[~algo.faults.failed]
+    survivors = out.selected[~sim.faults(0, out.selected).failed]
     assert len(survivors) == 2
     local = sim.engine.train(out.selected, w0, sim.local_spec(0), sim.seed_for(0, "batches")).params
-    local = local[torch.as_tensor(~algo.faults.failed)]
+    local = local[torch.as_tensor(~sim.faults(0, out.selected).failed)]
     delta, h = qffl_delta_and_h(sim.engine.losses(w0, survivors, "train")[0], w0 - local, lr=0.2, q=2.0)
     assert (algo.w - (w0 - delta.sum(0) / h.sum())).abs().max() < 1e-12
