@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import register
-from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper
-from fairfl_core.sim.local import LocalResult
+from fairfl_core.algorithms.base import Plan, Update, Uploads, register
+from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights
+from fairfl_core.algorithms.server_plugins import remember_rows
 
 __all__ = ["FedFV", "FedFVHyper", "fedfv_kept", "fedfv_project", "fedfv_history_project", "rescale_to"]
 
@@ -115,27 +115,18 @@ class FedFV(FedAvg):
             )
             self.state["last_round"] = np.full(sim.num_clients, -1, dtype=np.int64)
 
-    def reports(self, t: int, clients: np.ndarray, result: LocalResult) -> dict:
-        """Each client's mean training loss at the received model (FLGo: ``test(model, 'train')`` first)."""
-        return {"loss": self.sim.engine.losses(self.w, clients, "train")[0].cpu().numpy()}
-
-    def aggregate(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict) -> torch.Tensor:
-        grads = self.w - result.params
-        p = self.weights(t, clients, reports)
-        g = p @ fedfv_project(grads, reports["loss"], self.hp.alpha)
-        if self.hp.tau > 0:
-            self._remember(t, clients, grads)  # before the external step, which includes this round (k = 0)
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        """Projected gradients (ordered by each client's training loss at the received model, FLGo's
+        ``test(model, 'train')``), their p-weighted sum, the history projection, rescaled to ‖Σ p_k g_k‖."""
+        clients, grads = uploads.clients, self.w - uploads.params
+        loss = self.sim.engine.losses(self.w, clients, "train")[0].cpu().numpy()
+        p = average_weights(self.sim, clients, self.hp, self.w)
+        g = p @ fedfv_project(grads, loss, self.hp.alpha)
+        if self.hp.tau > 0:  # remember g_k before the history step, which includes this round (k = 0)
+            self.state["history"] = remember_rows(self.state["history"], clients, grads)
+            self.state["last_round"] = remember_rows(
+                self.state["last_round"], clients, np.full(len(clients), t)
+            )
             if t + 1 >= self.hp.tau:  # FLGo counts rounds from 1: ``current_round >= tau``
                 g = fedfv_history_project(g, self.state["history"], self.state["last_round"], t, self.hp.tau)
-        return self.w - self.hp.server_lr * rescale_to(g, p @ grads)
-
-    def _remember(self, t: int, clients: np.ndarray, grads: torch.Tensor) -> None:
-        """Store each selected client's g_k and round (out of place: saved states stay put)."""
-        ids, first = np.unique(clients, return_index=True)  # one row per client (sampling with replacement)
-        rows = torch.as_tensor(ids, device=self.w.device)
-        self.state["history"] = self.state["history"].index_copy(
-            0, rows, grads[torch.as_tensor(first, device=self.w.device)]
-        )
-        last_round = self.state["last_round"].copy()
-        last_round[ids] = t
-        self.state["last_round"] = last_round
+        return Update(self.w - self.hp.server_lr * rescale_to(g, p @ grads), p, self.hp.server_lr)

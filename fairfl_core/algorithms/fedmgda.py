@@ -25,9 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import register
-from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper
-from fairfl_core.sim.local import LocalResult
+from fairfl_core.algorithms.base import Plan, Update, Uploads, register
+from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights
 
 __all__ = [
     "BOX_CENTRES",
@@ -183,16 +182,13 @@ def min_norm_in_box(
 class FedMGDA(FedAvg):
     Hyper = FedMGDAHyper
 
-    def reports(self, t: int, clients: np.ndarray, result: LocalResult) -> dict:
-        """The normalised updates d̂_k and their min-norm weights λ* in the box around ``box_centre``."""
-        directions = normalise_rows(self.w - result.params)
-        prior = box_centre(self.hp.box_centre, self.weights(t, clients, {}).cpu().numpy())
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        """w − η_g Σ λ*_k d̂_k: the normalised updates d̂_k and their min-norm weights λ* in the box around
+        ``box_centre``."""
+        directions = normalise_rows(self.w - uploads.params)
+        p = average_weights(self.sim, uploads.clients, self.hp, self.w)
+        prior = box_centre(self.hp.box_centre, p.cpu().numpy())
         gram = (directions @ directions.T).cpu().numpy().astype(np.float64)
-        return {"directions": directions, "lambda": min_norm_in_box(gram, prior, self.hp.epsilon)}
-
-    def aggregate(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict) -> torch.Tensor:
-        lam = torch.as_tensor(reports["lambda"], dtype=self.w.dtype, device=self.w.device)
-        return self.w - self.hp.server_lr * (lam @ reports["directions"])
-
-    def diagnostics(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict) -> dict:
-        return {**super().diagnostics(t, clients, result, reports), "lambda": reports["lambda"].tolist()}
+        lam = min_norm_in_box(gram, prior, self.hp.epsilon)
+        step = torch.as_tensor(lam, dtype=self.w.dtype, device=self.w.device) @ directions
+        return Update(self.w - self.hp.server_lr * step, p, self.hp.server_lr, {"lambda": lam.tolist()})

@@ -11,8 +11,7 @@ from fairfl_core.algorithms.fedmgda import (
     normalise_rows,
     project_capped_simplex,
 )
-from fairfl_core.sim.local import LocalResult
-from tests.algorithms.conftest import tiny_sim
+from tests.algorithms.conftest import server_round, tiny_sim
 
 
 def test_capped_simplex_projection_by_hand():
@@ -133,10 +132,9 @@ def test_box_centre_by_hand(centre, lam):
     e1[0], e2[1] = 1.0, 1.0
     params = torch.stack([w - 2.0 * e1, w - 3.0 * e2])  # normalised updates e₁, e₂; clients of 7 and 12
     clients = np.array([0, 1])
-    reports = algo.reports(0, clients, LocalResult(params, torch.zeros(2)))
-    assert np.allclose(reports["lambda"], lam, atol=1e-9)
-    new = algo.aggregate(0, clients, LocalResult(params, torch.zeros(2)), reports)
-    assert torch.allclose(new, w - 0.5 * (lam[0] * e1 + lam[1] * e2), atol=1e-9)
+    update = server_round(algo, clients, params)
+    assert np.allclose(update.diagnostics["lambda"], lam, atol=1e-9)
+    assert torch.allclose(update.w, w - 0.5 * (lam[0] * e1 + lam[1] * e2), atol=1e-9)
 
 
 def test_aggregate_by_hand():
@@ -147,8 +145,7 @@ def test_aggregate_by_hand():
     e[0] = 1.0
     params = torch.stack([w - 3.0 * e, w + 2.0 * e])  # updates w − w_k = 3e, −2e → normalised e, −e
     clients = np.array([0, 1])  # 7 and 12 samples: λ = p = (7, 12)/19
-    reports = algo.reports(0, clients, LocalResult(params, torch.zeros(2)))
-    new = algo.aggregate(0, clients, LocalResult(params, torch.zeros(2)), reports)
+    new = server_round(algo, clients, params).w
     # w − 0.5 (7/19 e − 12/19 e) = w + 0.5 · 5/19 e
     assert torch.allclose(new, w + 0.5 * 5 / 19 * e, atol=1e-15)
 
