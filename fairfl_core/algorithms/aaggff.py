@@ -37,15 +37,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import register
-from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper
+from fairfl_core.algorithms.base import Plan, Update, Uploads, register
+from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, averaged
 from fairfl_core.algorithms.fedeba import weights_entropy
-from fairfl_core.sim.local import LocalResult
 
 __all__ = [
     "AAggFF",
@@ -133,27 +131,23 @@ class AAggFF(FedAvg):
             cum_grad=torch.zeros(m, dtype=self.w.dtype, device=self.w.device),
         )
 
-    def reports(self, t: int, clients: np.ndarray, result: LocalResult) -> dict[str, Any]:
-        """The next decision p from the losses of the received model (computed before local training)."""
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        """The next decision (mixing weights over all clients) from the losses of the received model, and
+        the average with it renormalised over the uploading clients."""
+        clients = uploads.clients
         losses = self.sim.engine.losses(self.w, clients, "train")[0]
         responses = aaggff_responses(losses, self.frac, self.hp.cdf)
         observed = len(clients) / self.sim.num_clients  # = C without faults
         grad = aaggff_gradient(self.state["mix"], responses, clients, observed, self.hp.dr_estimate)
-        cum_grad = self.state["cum_grad"] + grad
-        return {"losses": losses, "cum_grad": cum_grad, "mix": aaggff_decision(cum_grad, t, self.frac)}
-
-    def weights(self, t: int, clients: np.ndarray, reports: dict[str, Any]) -> torch.Tensor:
-        p = reports["mix"][torch.as_tensor(clients, device=self.w.device)]
-        return p / p.sum()
-
-    def after_round(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> None:
-        self.state["mix"], self.state["cum_grad"] = reports["mix"], reports["cum_grad"]
-
-    def diagnostics(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> dict:
-        p = self.weights(t, clients, reports)
-        return {
-            **super().diagnostics(t, clients, result, reports),
-            "mix_max": float(reports["mix"].max()),
+        self.state["cum_grad"] = self.state["cum_grad"] + grad
+        self.state["mix"] = aaggff_decision(self.state["cum_grad"], t, self.frac)
+        p = self.state["mix"][torch.as_tensor(clients, device=self.w.device)]
+        p = p / p.sum()
+        diagnostics = {
+            "mix_max": float(self.state["mix"].max()),
             "weights_entropy": weights_entropy(p),
-            "loss_at_global_max": float(reports["losses"].max()),
+            "loss_at_global_max": float(losses.max()),
         }
+        return Update(
+            averaged(self.w, uploads.params, p, self.hp.server_lr), p, self.hp.server_lr, diagnostics
+        )

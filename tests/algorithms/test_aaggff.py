@@ -68,7 +68,7 @@ def test_gradient_as_coded_and_decision_by_hand():
 def test_round_by_hand():
     sim = tiny_sim()  # 3 of 6 clients: C = ½
     algo = build_algorithm("aaggff", sim, {})
-    w0, clients = algo.w.clone(), algo.select(0)
+    w0, clients = algo.w.clone(), algo.configure(0).clients
     losses = sim.engine.losses(w0, clients)[0]
     grad = aaggff_gradient(torch.full((6,), 0.5, dtype=D), aaggff_responses(losses, 0.5), clients, 0.5)
     p = aaggff_decision(grad, 0, 0.5)[clients]
