@@ -26,14 +26,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
-import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import register
-from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper
-from fairfl_core.sim.local import LocalResult
+from fairfl_core.algorithms.base import Plan, Update, Uploads, register
+from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights
 
 __all__ = [
     "FedOpt",
@@ -191,7 +189,7 @@ class FedYogiHyper(FedAdamHyper):
 
 @dataclass
 class FedAMSGradHyper(FedAdamHyper):
-    """FedAMSGrad as in AFGA (App. B.2, afga.md §2.2/§2.7): η = 0.01, β1 = 0.9, β2 = 0.99, ε = 1e-8,
+    """FedAMSGrad as in AFGA (App. B.2, Eq. 2): η = 0.01, β1 = 0.9, β2 = 0.99, ε = 1e-8,
     m_0 = v_0 = v̂_0 = 0; ``variant`` picks the AMSGrad max (default) or FedAMS max stabilization."""
 
     tau: float = 1e-8
@@ -222,9 +220,9 @@ class FedOpt(FedAvg):
         for name in self.moments[1:]:
             self.state[name] = torch.full_like(self.w, hp.v_init)
 
-    def aggregate(self, t: int, clients: np.ndarray, result: LocalResult, reports: dict[str, Any]) -> Tensor:
-        p = self.weights(t, clients, reports)
-        return self.server_update(p @ (result.params - self.w))
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        p = average_weights(self.sim, uploads.clients, self.hp, self.w)
+        return Update(self.server_update(p @ (uploads.params - self.w)), p, self.hp.server_lr)
 
     def server_update(self, delta: Tensor) -> Tensor:
         """One server step from the current w on pseudo-gradient ``delta`` [P]: updates the moments in

@@ -11,8 +11,7 @@ from fairfl_core.algorithms.fedopt import (
     amsgrad_server_step,
     yogi_server_step,
 )
-from fairfl_core.sim.local import LocalResult
-from tests.algorithms.conftest import run_rounds, tiny_sim
+from tests.algorithms.conftest import run_rounds, server_round, tiny_sim
 
 NAMES = ["fedadagrad", "fedadam", "fedyogi", "fedamsgrad"]
 
@@ -173,7 +172,7 @@ def test_aggregate_uses_the_weighted_pseudo_gradient():
     algo = build_algorithm("fedadagrad", sim, {"weighting": "size", "server_lr": 0.5, "tau": 1.0})
     w = algo.w
     params = torch.stack([w + 1.0, w - 2.0])  # clients 0, 1 hold 7 and 12 samples
-    new = algo.aggregate(0, np.array([0, 1]), LocalResult(params, torch.zeros(2)), {})
+    new = server_round(algo, np.array([0, 1]), params).w
     # Δ = 7/19 − 24/19 = −17/19; β1 = 0: m = Δ; v = τ² + Δ² = (19² + 17²)/19²; √v = √650/19
     # w + 0.5 · (−17/19) / (√650/19 + 1) = w − 8.5/(√650 + 19)
     assert torch.allclose(new, w - 8.5 / (math.sqrt(650) + 19))
