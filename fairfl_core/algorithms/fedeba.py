@@ -40,7 +40,6 @@ __all__ = [
     "TAU_SCHEDULES",
     "annealed_tau",
     "eba_weights",
-    "entropy_bits",
     "figure1_toy",
     "weights_entropy",
 ]
@@ -99,14 +98,6 @@ def annealed_tau(tau0: float, t: int, schedule: str = "constant", kappa: float =
 def weights_entropy(p: torch.Tensor) -> float:
     """Shannon entropy −Σ p_i log p_i (nats) of aggregation weights; log n for uniform weights."""
     return float(torch.special.entr(p).sum())
-
-
-def entropy_bits(values) -> float:
-    """Entropy (base 2) of values normalised to sum 1: −Σ f̂ log₂ f̂ (FedEBA+ App. I.1 fairness measure)."""
-    f = np.asarray(values, dtype=np.float64)
-    f = f / f.sum()
-    f = f[f > 0]
-    return float(-(f * np.log2(f)).sum())
 
 
 # Fig. 1 / App. I.1: F_k(x) = a_k (x − c_k)², k = 1, 2, and one local gradient step of size 1/4 from x_t = 0.

@@ -62,6 +62,7 @@ from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import select_clients
 from fairfl_core.algorithms.fedeba import FedEBA, FedEBAHyper
 from fairfl_core.algorithms.hyper import Hyper
+from fairfl_core.metrics import extra_communication_fraction
 from fairfl_core.sim.batches import steps_per_client
 
 __all__ = [
@@ -71,7 +72,6 @@ __all__ = [
     "FedEBAPlusHyper",
     "PracFedEBAPlus",
     "PracFedEBAPlusHyper",
-    "extra_cost",
     "fair_angle",
     "model_alignment_update",
     "prac_fair_update",
@@ -155,12 +155,6 @@ def prac_fair_update(
     return (1 - alpha) * (p @ deltas) + alpha * (p @ steps) * (p_tilde @ (deltas / steps[:, None]))
 
 
-def extra_cost(extra: int, rounds: int) -> float:
-    """Additional communication cost of Table 3: extra exchanges / all exchanges = f/(1 + f)."""
-    total = rounds + extra
-    return extra / total if total else 0.0
-
-
 @dataclass
 class AlignmentPlan:
     """FedEBA+'s exchanges before local training, per selected client: the losses L_i = F_i(x_t), the fair
@@ -206,7 +200,7 @@ class AlignedEBA(FedEBA):
             fair_angle=plan.fair_angle,
             branch=plan.branch,
             extra_comms=extra,
-            extra_cost=extra_cost(extra, t + 1),
+            extra_cost=extra_communication_fraction(extra, t + 1),
         )
         return update
 

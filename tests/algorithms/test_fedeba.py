@@ -8,11 +8,11 @@ from fairfl_core.algorithms import build_algorithm
 from fairfl_core.algorithms.fedeba import (
     annealed_tau,
     eba_weights,
-    entropy_bits,
     figure1_toy,
     toy_losses,
     weights_entropy,
 )
+from fairfl_core.metrics import entropy_of_normalised
 from tests.algorithms.conftest import run_rounds, tiny_sim
 
 D = torch.float64
@@ -61,8 +61,6 @@ def test_annealing_schedules_by_hand(schedule, expected):
 def test_entropies_by_hand():
     assert weights_entropy(torch.full((4,), 0.25, dtype=D)) == pytest.approx(math.log(4))
     assert weights_entropy(torch.tensor([1.0, 0.0, 0.0], dtype=D)) == 0.0
-    assert entropy_bits([1.0, 1.0]) == pytest.approx(1.0)
-    assert entropy_bits([1.0, 3.0]) == pytest.approx(-(0.25 * math.log2(0.25) + 0.75 * math.log2(0.75)))
 
 
 def test_figure1_toy_as_the_spec_states_it():
@@ -83,9 +81,9 @@ def test_figure1_toy_as_the_spec_states_it():
     assert variance(x["eba"]) < variance(x["qffl"]) < variance(x["fedavg"])
     assert variance(-0.4) < variance(x["fedavg"])  # the paper's printed q-FFL point
     # entropy of the normalised losses (log₂): EBA 0.996, q-FFL (x = −0.4) 0.943, FedAvg 0.890
-    assert entropy_bits(toy_losses(x["eba"])) == pytest.approx(0.996, abs=5e-4)
-    assert entropy_bits(toy_losses(-0.4)) == pytest.approx(0.943, abs=5e-4)
-    assert entropy_bits(toy_losses(x["fedavg"])) == pytest.approx(0.890, abs=5e-4)
+    assert entropy_of_normalised(toy_losses(x["eba"])) == pytest.approx(0.996, abs=5e-4)
+    assert entropy_of_normalised(toy_losses(-0.4)) == pytest.approx(0.943, abs=5e-4)
+    assert entropy_of_normalised(toy_losses(x["fedavg"])) == pytest.approx(0.890, abs=5e-4)
 
 
 @pytest.mark.parametrize("weighting", ["uniform", "size"])

@@ -7,7 +7,6 @@ import torch
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.algorithms.fedavg import select_clients
 from fairfl_core.algorithms.fedeba_plus import (
-    extra_cost,
     fair_angle,
     model_alignment_update,
     prac_fair_update,
@@ -87,12 +86,6 @@ def test_prac_closed_form_equals_algorithm_3_with_recorded_gradients():
     expected = p @ np.array(aligned)
     out = prac_fair_update(t64(np.array(deltas)), t64(p), t64(p_tilde), alpha, t64(steps))
     assert np.allclose(out.numpy(), expected, atol=1e-12)
-
-
-def test_extra_cost():
-    assert extra_cost(10, 10) == 0.5  # θ = 0: every round aligns gradients
-    assert extra_cost(0, 10) == 0.0
-    assert extra_cost(1, 3) == 0.25
 
 
 @pytest.mark.parametrize("name", ["fedeba+", "prac_fedeba+"])
