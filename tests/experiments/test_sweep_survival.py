@@ -82,9 +82,12 @@ def _mid_run(results: Path) -> list[Path]:
 
 
 def _numbers(path: Path) -> tuple[list[dict], dict]:
-    """A run's evaluations and summary without the timings."""
+    """A run's evaluations and summary without the timings and the code version (a commit made while the
+    test runs changes it)."""
     evals = [{k: v for k, v in r.items() if k != "wall_time"} for r in RunStore(path).records("evals")]
-    summary = {k: v for k, v in RunStore(path).summary().items() if k != "seconds_per_round"}
+    summary = {
+        k: v for k, v in RunStore(path).summary().items() if k not in ("seconds_per_round", "provenance")
+    }
     return evals, summary
 
 
