@@ -10,10 +10,9 @@ Conventions
 - Inputs may be sequences, numpy arrays or torch tensors (converted with ``.detach().cpu().numpy()``).
   Empty, non-1-D, non-finite or mismatched inputs raise ``ValueError`` naming the argument.
 
-Paper keys below: FedEBA+ = "Entropy-driven Fair and Effective FL" (specs/fedeba_plus.md Sec. 5),
-GIFAIR = GIFAIR-FL (specs/gifair_fl.md Sec. 5), Equitable-FL (specs/equitable_fl.md Sec. 5),
-SubTrunc = SubTrunc/UnionFL (specs/submodular_selection.md Sec. 5), DivFL = its reference code's metrics,
-AFGA (specs/afga.md Sec. 5).
+Paper keys below: FedEBA+ = "Entropy-driven Fair and Effective FL", GIFAIR = GIFAIR-FL, Equitable-FL,
+SubTrunc = SubTrunc/UnionFL, DivFL = its reference code's metrics, AFGA; each metric cites the section or
+table of the paper that defines it.
 
 ``fairness_summary`` keys (stable; a key whose input was not given holds NaN, except per-group keys)
 -----------------------------------------------------------------------------------------------------

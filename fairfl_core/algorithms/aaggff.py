@@ -17,7 +17,7 @@ received model on client i's training data (before local training) for i ∈ S_t
 
 ``cdf``: ``"normal"`` (default) is Φ(u − 1), increasing in the loss as every other CDF of the code; the
 code's normal branch computes ½(erfc((u − 1)/√2) + 1) = 1.5 − Φ(u − 1), which DEcreases with the loss
-(a sign slip, spec §3.2): ``"normal_as_coded"`` reproduces it. The other CDFs of the code: ``weibull``
+(a sign slip): ``"normal_as_coded"`` reproduces it. The other CDFs of the code: ``weibull``
 1 − e^{−u²}, ``exponential`` 1 − e^{−u}, ``frechet`` e^{−1/u}, ``gumbel`` e^{−e^{−(u−1)}}, ``logistic``
 1/(1 + e^{−(u−1)}).
 

@@ -1,4 +1,4 @@
-"""FairFed re-weighting (Ezzeldin et al., AAAI 2023) as Equitable-FL uses it (spec §3.6), FedProx local step.
+"""FairFed re-weighting (Ezzeldin et al., AAAI 2023) as Equitable-FL uses it (§3), FedProx local step.
 
 Persistent weights ω̄_k (ω̄_k^0 = n_k / n). Each round, for the sampled clients S (uniform):
 

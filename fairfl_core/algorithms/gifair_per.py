@@ -4,10 +4,10 @@ are taken at the clients' personalised models and which returns one model per cl
 Objective (Eq. 4): Σ_k p_k F_k(θ) + λ Σ_{i<j} |L_i({θ_k}) − L_j({θ_k})| with L_i = (1/|A_i|) Σ_{k∈A_i}
 F_k(θ_k); r_k from the ranking of these losses (Eq. 5). Local training still starts from the global θ each
 round; a selected client's post-training model becomes its personalised θ_k, the others keep theirs, and
-client k is evaluated with θ_k (the current global model while k has never been selected, spec §2.4).
+client k is evaluated with θ_k (the current global model while k has never been selected).
 
 With the loss cache of Algorithm 2 (``loss_source="local"``: F_k at the post-training local model) the
-training trajectory is exactly GIFAIR-FL-Global's; only the returned models differ (spec §2.4). The
+training trajectory is exactly GIFAIR-FL-Global's; only the returned models differ. The
 exact-r variant ``loss_source="global"`` has no meaning here (the losses must be at θ_k) and is refused.
 
 Faults (``sim/faults.py``): as GIFAIR-FL-Global's; only the survivors' θ_k are replaced.

@@ -4,7 +4,7 @@ Objective min_w (1/t) log Σ_k p_k exp(t F_k(w)); its gradient weights client k 
 Each selected client reports F_k, its mean loss on its whole training set at the received model
 (before training), and trains like FedAvg; the server aggregates w ← w + η_g Σ_k ω_k (w_k − w) with
 
-* ``normalizer="softmax"`` (default; GIFAIR-FL spec §3.3, AAggFF ``termserver.py`` used by FedEBA+):
+* ``normalizer="softmax"`` (default; as GIFAIR-FL's baseline and AAggFF ``termserver.py`` used by FedEBA+):
   ω_k = p_k e_k / Σ_j p_j e_j,  e_k = exp(t (F_k − max_j F_j));
 * ``normalizer="running"`` (litian96/TERM ``fair_flearn/flearn/trainers/tilting.py``): a running
   normaliser Z ← ½ Z + ½ Σ_j p_j e_j (Z₀ = 0, kept in ``state["tilt_norm"]``), ω_k = p_k e_k / Z; with

@@ -162,7 +162,7 @@ def dirichlet(
 def _assign_classes(
     classes: np.ndarray, num_clients: int, k: int, assignment: str, rng: np.random.Generator, max_swaps: int
 ) -> np.ndarray:
-    """``[num_clients, k]`` distinct classes per client (SubTrunc/UnionFL spec §4.2)."""
+    """``[num_clients, k]`` distinct classes per client (SubTrunc/UnionFL §4.2)."""
     c = len(classes)
     if assignment == "cyclic":
         perm = rng.permutation(classes)
@@ -323,11 +323,11 @@ def _scaled(n: int, scale: float) -> int:
 
 
 def equitable_fl_groups(num_classes: int, scale: float = 1.0) -> list[GroupSpec]:
-    """Equitable-FL Table 1 (equitable_fl.md §4.1): label-disjoint clusters over consecutive label ranges.
+    """Equitable-FL Table 1 (§4.1): label-disjoint clusters over consecutive label ranges.
     10 classes (MNIST, CIFAR-10): 4 + 6 clients, {0-3}, {4-9}, 800 per class per client. CIFAR-100: 2 + 3 +
     5 clients, {0-19}, {20-49}, {50-99}, 220 / 160 / 100 per class per client. FEMNIST (62): 8, 36, 16,
-    18, 12 clients over {0-1}, {2-9}, {10-24}, {25-44}, {45-61}, each cluster's pool cut in equal shards
-    (A12). ``scale`` multiplies the fixed per-class counts (structure and ratios kept)."""
+    18, 12 clients over {0-1}, {2-9}, {10-24}, {25-44}, {45-61}, each cluster's pool cut in equal shards.
+    ``scale`` multiplies the fixed per-class counts (structure and ratios kept)."""
     layouts = {
         10: [((0, 4), 4, 800), ((4, 10), 6, 800)],
         100: [((0, 20), 2, 220), ((20, 50), 3, 160), ((50, 100), 5, 100)],
@@ -356,7 +356,7 @@ def equitable_fl_groups(num_classes: int, scale: float = 1.0) -> list[GroupSpec]
 
 
 def gifair_femnist_3groups(num_classes: int = 62, scale: float = 1.0) -> list[GroupSpec]:
-    """GIFAIR-FL FEMNIST-3-groups (gifair_fl.md §4.3, A6): labels in EMNIST-ByClass order (0-9 digits,
+    """GIFAIR-FL FEMNIST-3-groups (GIFAIR-FL §5.3): labels in EMNIST-ByClass order (0-9 digits,
     10-35 A-Z, 36-61 a-z). Group 1: capitals + digits, 60 devices x 800 images; group 2: lower case +
     digits, 100 x 1,000; group 3: all 62 classes, 40 x 600; images drawn uniformly from the group's pool."""
     if num_classes != 62:
@@ -416,7 +416,7 @@ def local_split(
     client_indices: Indices, test_frac: float, rng: np.random.Generator, val_frac: float = 0.0
 ) -> tuple[Indices, Indices, Indices]:
     """Shuffle each client's samples: the last ``round(test_frac * n)`` (halves up) are its local test set,
-    the ``round(val_frac * n)`` before them its validation set, the rest its training set (FedEBA+ A18:
+    the ``round(val_frac * n)`` before them its validation set, the rest its training set (FedEBA+'s split:
     80/20, FMNIST 600 -> 480 / 0 / 120; GIFAIR-FL §4: 70/10/20, 500 -> 350 / 50 / 100). The shuffle and the
     test set do not depend on ``val_frac``. Returns (train, val, test)."""
     if not 0 <= test_frac < 1:

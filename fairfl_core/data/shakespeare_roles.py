@@ -1,4 +1,4 @@
-"""GIFAIR-FL's Shakespeare settings (spec gifair_fl.md §4.4–4.5): which LEAF-style role clients, which groups.
+"""GIFAIR-FL's Shakespeare settings (GIFAIR-FL §5.2): which LEAF-style role clients, which groups.
 
 * ``"individual"`` (Table 5, individual fairness, d = K = 31): 31 roles drawn uniformly without replacement
   from the roles with at least 64 windows (the q-FFL LEAF preprocessing ``-k 64``, which GIFAIR-FL follows,
@@ -10,7 +10,7 @@
   least ``TABLE_MIN_WINDOWS`` windows, the line of the list that names it and how the list states the gender
   (see the file's header). Roles whose gender the list does not state are never drawn.
 
-The draws come from a dataset seed (spec A11: the client/group composition is fixed by a dataset seed).
+The draws come from a dataset seed (the client/group composition is fixed by a dataset seed).
 ``window_stride`` keeps every s-th window of each role's train and test windows (relative role sizes, and the
 leak-free gap, kept), a cheaper variant for short profiles; 1 is LEAF's data. The paper's 70/10/20 split: the
 loader's LEAF split (first ``train_frac`` windows train, the rest test), and ``DataSpec.val_frac`` carves the

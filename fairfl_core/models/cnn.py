@@ -16,7 +16,7 @@ Presets (paper values are the defaults):
 ``cnn_cifar10_shallow``     FedEBA+ Table 22: one conv 3-64 (5×5), global average pool, 64-384-192-10
 ``cnn_cifar10_deep``        FedEBA+ Table 22: conv 3-64-128-128 (3×3, each + pool: 32→30→15→13→6→4→2),
                             512-384-192-10
-``lenet5_mnist``            SubTrunc/UnionFL "LeNet" (spec §4.3), 1×28×28, conv1 padding 2; 61,706
+``lenet5_mnist``            SubTrunc/UnionFL "LeNet" (§4.3), 1×28×28, conv1 padding 2; 61,706
 ``lenet5_cifar10``          same on 3×32×32 without padding; 62,006. Also Equitable-FL's CIFAR-10 CNN
                             (§5.1: conv 3→6→16 5×5; the FC widths 120/84 are the classic LeNet-5 ones)
 ``equitable_cnn_cifar100``  Equitable-FL §5.1: 5 conv (3×3, padding 1) + ReLU, 3 max-pools,

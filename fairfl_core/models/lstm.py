@@ -22,7 +22,7 @@ Presets:
   constant b_hh that is 1.0 on the forget block and 0 elsewhere.
 * ``lstm_afga`` — AFGA §6: embedding 80, 2 × LSTM(256) in PyTorch form (**two** biases ``b_ih``, ``b_hh`` per
   layer, no forget bias), Dropout(0.05) before the dense layer: 6,400 + 346,112 + 526,336 + 20,560 =
-  **899,408** parameters (AFGA spec §4.3). Numerically identical to ``nn.LSTM`` with the same weights.
+  **899,408** parameters (AFGA §4.3). Numerically identical to ``nn.LSTM`` with the same weights.
 
 ``features`` is the top layer's last hidden state h_T (after AFGA's dropout, identity in eval mode).
 Initialisation: PyTorch's ``nn.LSTM``/``nn.Embedding``/``nn.Linear`` defaults (LEAF's TensorFlow code uses

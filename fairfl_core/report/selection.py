@@ -1,4 +1,4 @@
-"""Hyperparameter selection on validation data: rule A9 of GIFAIR-FL (spec gifair_fl.md §2.6, the q-FFL rule
+"""Hyperparameter selection on validation data: GIFAIR-FL's rule ("A9" in the tables; §5, the q-FFL rule
 "the best q is the q value where the variance decreases the most while the averaged testing accuracy is
 superior or similar to FedAvg"), applied to the clients' validation splits, never to their test splits.
 

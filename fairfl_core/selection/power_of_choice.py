@@ -8,7 +8,7 @@ __all__ = ["default_candidates", "highest_loss_clients"]
 
 
 def default_candidates(num_clients: int, m: int) -> int:
-    """d = min(N, 2m), the canonical pow-d setting (Equitable-FL spec §3.4; Cho et al. use d ∈ {2m, …})."""
+    """d = min(N, 2m), the canonical pow-d setting (Equitable-FL's baseline; Cho et al. use d ∈ {2m, …})."""
     return min(num_clients, 2 * m)
 
 

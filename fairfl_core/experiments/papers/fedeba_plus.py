@@ -1,5 +1,5 @@
 """FedEBA+ (Wang, Wang, Shi, Karimireddy & Tang, "Entropy-driven Fair and Effective Federated Learning"):
-Tables 1, 3, 15, 16 and Figures 9, 14 (spec fedeba_plus.md §4, §6, §7).
+Tables 1, 3, 15, 16 and Figures 9, 14 (§4 and App. M of the paper).
 
 Data: Fashion-MNIST is real (``configs/fedeba_fmnist_mlp.yaml``, the paper's exact Table 1 setting). CIFAR-10
 is not available offline: when its pickle batches are not under the data root, the CIFAR-10 experiments swap
@@ -91,7 +91,7 @@ TABLE1_CONTROLS = (
 )
 NOT_IMPLEMENTED = {
     "FOCUS": "not implemented: FOCUS's EM agent clustering (Chu et al. 2023) is not specified in the FedEBA+ "
-    "paper and its own paper is not available offline (spec §3.2: general knowledge, low confidence)",
+    "paper and its own paper is not available offline",
     "lp-proj": "not implemented: the low-dimensional projection and infimal-convolution updates of lp-proj "
     "(Lin et al. 2022) are not given in the FedEBA+ paper and the original is not available offline",
     "Rank-Core-Fed": "not implemented: Rank-Core-Fed (Chaudhury et al. 2024) is not described in the FedEBA+ "

@@ -1,13 +1,13 @@
 """FedEBA+ appendix (Wang, Wang, Shi, Karimireddy & Tang, "Entropy-driven Fair and Effective Federated
 Learning", App. M): Tables 9, 10, 11 and 13 as experiments, Tables 17, 18 and 19 as metrics of the Table 1
-runs (spec fedeba_plus.md §2.8–2.9, §5, §6). Settings, helpers and data stand-ins come from
+runs. Settings, helpers and data stand-ins come from
 ``fedeba_plus.py`` (Table 1's protocol: 100 clients × 2 label shards, 10 per round, K = 10 steps of batch
 50, lr 0.1 decayed 0.999, server lr 1; FedEBA+ α = 0.9, τ = 0.1, θ = 0° with g̃ in update units).
 
 * **Table 9** (CIFAR-10 with the MLP 3072-200-200-10): CIFAR-10 is not available offline, so without its
   pickle batches the runs use the labelled Fashion-MNIST stand-in (``cifar10_stand_in``) with the
   784-200-200-10 MLP: then the task is Table 1's Fashion-MNIST one, labelled "stand-in for CIFAR-10". The
-  row "FedEBA α=0.9, τ=0.1" (FedEBA has no α; spec A24) is run as Prac-FedEBA+ (α = 0.9, τ = 0.1, θ = 15°).
+  row "FedEBA α=0.9, τ=0.1" (FedEBA has no α) is run as Prac-FedEBA+ (α = 0.9, τ = 0.1, θ = 15°).
 * **Table 10**: every method with server momentum 0.9 and **Table 11**: with FedVARP (global lr 1, client
   lr 0.1), the server plug-ins of ``fairfl_core/algorithms/fedavg.py`` (``ServerPluginHyper``; FedEBA+'s
   FedVARP correction uses its EBA weights, A21). AFL's rows of Table 10 are not run: ``AFLHyper`` does not

@@ -1,5 +1,5 @@
 """GIFAIR-FL (Yue, Nouiehed & Al Kontar, "GIFAIR-FL: A Framework for Group and Individual Fairness in
-Federated Learning"): Tables 2–6 and the λ sweeps of Figures 4–5 (spec gifair_fl.md §4–§7).
+Federated Learning"): Tables 2–6 and the λ sweeps of Figures 4–5 (§5 of the paper).
 
 Data: the base configs (``configs/gifair_*.yaml``) describe the paper's data. FEMNIST-skewed and
 FEMNIST-3-groups draw from EMNIST ByClass and FEMNIST-original from LEAF FEMNIST; when those files are not
@@ -16,10 +16,10 @@ same partition structure** (``stand_in`` = the paper's dataset, so tables compar
 
 Shakespeare is the real Gutenberg text (LEAF-style roles; ``fairfl_core/data/shakespeare_roles.py``).
 
-Methods: the same sampling for all (A1: 10 clients ∝ p_k, simple average) except AFL (full participation,
-spec §3.4): one full-batch gradient per client and round on FEMNIST-original (fair_flearn), the other methods'
-local training on Shakespeare (FLGo; the batched engine pads a full-batch step to the largest role, which
-costs minutes per round on 31 roles of very unequal sizes).
+Methods: the same sampling for all (10 clients ∝ p_k, simple average, as q-FFL's and Ditto's code) except AFL
+(full participation, as fair_flearn runs it): one full-batch gradient per client and round on FEMNIST-original
+(fair_flearn), the other methods' local training on Shakespeare (FLGo; the batched engine pads a full-batch
+step to the largest role, which costs minutes per round on 31 roles of very unequal sizes).
 
 Hyperparameters: every client's data is split 70/10/20 into train / validation / test (``data.val_frac:
 0.1``; on Shakespeare the validation windows come from the end of each role's training windows). The
@@ -58,8 +58,8 @@ SAME_SAMPLING = {"sampling": "size", "weighting": "uniform"}
 
 @dataclass(frozen=True)
 class Tuned:
-    """A compared method with one hyperparameter ``param``: the paper's ``grid`` (spec §3, chosen by rule A9
-    at the paper profile) and the ``fixed`` value the smoke and quick profiles run."""
+    """A compared method with one hyperparameter ``param``: the paper's ``grid`` (§5, chosen by the selection
+    rule at the paper profile) and the ``fixed`` value the smoke and quick profiles run."""
 
     row: str  # the paper's row
     algorithm: str
@@ -206,7 +206,7 @@ def _femnist_profiles(setting: str) -> dict[str, Profile]:
             (*data, *mlp),
         ),
         "paper": Profile(
-            f"{what}paper scale: Ditto's CNN, 500 rounds (A5), 5 seeds",
+            f"{what}paper scale: Ditto's CNN, 500 rounds (Ditto's setting), 5 seeds",
             500,
             (0, 1, 2, 3, 4),
             10,

@@ -1,5 +1,5 @@
-"""The GIFAIR-FL notebooks' checks and summaries (spec gifair_fl.md §5, §8): claims checklists per table, the
-spec's numeric targets, group accuracies and discrepancies beside the paper's (printed and recomputed from
+"""The GIFAIR-FL notebooks' checks and summaries (the claims of §5 of the paper): claims checklists per
+table, the numeric targets, group accuracies and discrepancies beside the paper's (printed and recomputed from
 its own rows), the λ sweeps of Figures 4–5. Everything works on the long table of
 :func:`fairfl_core.report.tables.aggregate` (and ``experiment_paper_values``); the notebooks only call these.
 
@@ -67,9 +67,9 @@ class Tuning(NamedTuple):
 
 
 def tuned_methods(experiment: Experiment, runs: pd.DataFrame) -> Tuning:
-    """Rule A9 (spec §2.6) on a table's runs (``report.load_runs``): a method that ran several values (the
-    paper profile's grids) keeps the one with the lowest validation Var(a) (group tables: validation
-    discrepancy) among those whose mean validation accuracy is within 1 point of FedAvg's
+    """The selection rule ("A9": q-FFL's, §5) on a table's runs (``report.load_runs``): a method that ran
+    several values (the paper profile's grids) keeps the one with the lowest validation Var(a) (group tables:
+    validation discrepancy) among those whose mean validation accuracy is within 1 point of FedAvg's
     (:func:`fairfl_core.report.selection.select_a9`); a method that ran one value (the smoke and quick
     profiles) keeps it, marked as fixed. A group table's runs come back with the paper's discrepancy
     (:func:`seed_mean_discrepancy`, on validation and test), which the selection also uses."""
