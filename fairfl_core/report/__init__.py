@@ -17,13 +17,20 @@ from fairfl_core.report.figures import (
     plot_sweep,
     save_figure,
 )
-from fairfl_core.report.paper import experiment_paper_values, load_paper_results
+from fairfl_core.report.paper import (
+    experiment_paper_values,
+    load_paper_results,
+    missing_reasons,
+    paper_values,
+    with_missing_rows,
+)
 from fairfl_core.report.results import (
     load_client_accuracies,
     load_curves,
     load_diagnostics,
     load_runs,
     outcome_table,
+    with_extra_cost,
 )
 from fairfl_core.report.tables import aggregate, format_mean_std, results_table, save_table
 
@@ -39,7 +46,9 @@ __all__ = [
     "load_diagnostics",
     "load_paper_results",
     "load_runs",
+    "missing_reasons",
     "outcome_table",
+    "paper_values",
     "plot_accuracy_vs_fairness",
     "plot_client_accuracy",
     "plot_learning_curves",
@@ -48,4 +57,6 @@ __all__ = [
     "save_figure",
     "save_table",
     "select_a9",
+    "with_extra_cost",
+    "with_missing_rows",
 ]

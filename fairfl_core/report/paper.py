@@ -7,13 +7,24 @@ and ``source`` cites the table, row and column the number was copied from.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
 from fairfl_core.experiments.profiles import Experiment
+from fairfl_core.report.tables import METRIC_LABELS, format_mean_std
 
-__all__ = ["PAPER_COLUMNS", "PAPER_RESULTS_DIR", "experiment_paper_values", "load_paper_results"]
+__all__ = [
+    "PAPER_COLUMNS",
+    "PAPER_RESULTS_DIR",
+    "experiment_paper_values",
+    "load_paper_results",
+    "missing_reasons",
+    "paper_values",
+    "with_missing_rows",
+]
 
 PAPER_RESULTS_DIR = Path(__file__).resolve().parent.parent / "paper_results"
 PAPER_COLUMNS = ("paper", "table", "dataset", "method", "metric", "value", "std", "source")
@@ -98,3 +109,68 @@ def experiment_paper_values(
         .merge(datasets[["dataset", "data", "paper_dataset"]], on="paper_dataset")
     )
     return out[columns].reset_index(drop=True)
+
+
+def paper_values(experiment: Experiment, runs: pd.DataFrame, tables: tuple[str, ...]) -> pd.DataFrame:
+    """The paper numbers of ``experiment``'s runs from several tables (first table wins for a cell printed
+    twice), e.g. Table 16 with Table 7's α = 0, 0.5, 0.9 rows."""
+    parts = [
+        experiment_paper_values(replace(experiment, paper=replace(experiment.paper, table=t)), runs)
+        for t in tables
+    ]
+    return pd.concat(parts, ignore_index=True).drop_duplicates(["dataset", "method", "metric"])
+
+
+def missing_reasons(
+    experiment: Experiment,
+    methods_run: Iterable[str],
+    failed: Mapping[str, str] | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Why each paper row of ``experiment`` has no reproduced number: ``extra`` (paper row → reason, e.g.
+    not implemented), the experiment's methods whose label is not in ``methods_run`` (left out at this
+    profile) and ``failed`` (method label → error of its run)."""
+    done, failed = set(methods_run), dict(failed or {})
+    reasons = dict(extra or {})
+    for m in experiment.method_list():
+        if m.paper_row and m.label in failed:
+            reasons[m.paper_row] = f"run failed: {failed[m.label]}"
+        elif m.paper_row and m.label not in done:
+            reasons[m.paper_row] = "not run: left out at this profile (see its description), run at paper"
+    return reasons
+
+
+def with_missing_rows(
+    table: pd.DataFrame,
+    runs: pd.DataFrame,
+    experiment: Experiment,
+    reasons: Mapping[str, str],
+    paper_table: str | None = None,
+    decimals: int = 2,
+) -> pd.DataFrame:
+    """``table`` (from ``results_table``) plus one row per dataset and paper row of ``reasons``: the paper's
+    numbers of ``paper_table`` (default the experiment's; ``decimals`` as in ``results_table``), the
+    reason's first words in every reproduced column and the reason in ``note``. The row is named by the
+    method's label when the experiment has one for that paper row. Rows are never silently dropped: the
+    methods the paper compares but we do not run (``NOT_IMPLEMENTED``, appendix-specific reasons) get one."""
+    values = load_paper_results(experiment.paper.paper)
+    values = values[values["table"] == (paper_table or experiment.paper.table)]
+    labels = {m.paper_row: m.label for m in experiment.method_list() if m.paper_row}
+    reproduced = [c.removesuffix(" reproduced") for c in table if c.endswith(" reproduced")]
+    metric_of = {METRIC_LABELS.get(m, m): m for m in set(values["metric"]) | set(METRIC_LABELS)}
+    rows = []
+    for data, stand_in, label in runs[["data", "stand_in", "dataset"]].drop_duplicates().itertuples(False):
+        paper_dataset = (
+            stand_in if isinstance(stand_in, str) and stand_in else experiment.paper.datasets[data]
+        )
+        here = values[values["dataset"] == paper_dataset]
+        for row_name, reason in reasons.items():
+            row = {"dataset": label, "method": labels.get(row_name, row_name), "seeds": 0, "note": reason}
+            for column in reproduced:
+                row[f"{column} reproduced"] = reason.split(":")[0]
+                hit = here[(here["method"] == row_name) & (here["metric"] == metric_of.get(column, column))]
+                if f"{column} paper" in table and len(hit):
+                    value, std = hit["value"].iloc[0], hit["std"].iloc[0]
+                    row[f"{column} paper"] = format_mean_std(value, std, decimals)
+            rows.append(row)
+    return pd.concat([table.assign(note=""), pd.DataFrame(rows)], ignore_index=True).fillna("")

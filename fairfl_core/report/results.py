@@ -4,6 +4,7 @@ tidy DataFrames: one row per run, per evaluation (learning curves) or per client
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ __all__ = [
     "load_curves",
     "load_runs",
     "outcome_table",
+    "with_extra_cost",
 ]
 
 CURVE_METRICS = ("global_acc", "mean", "var", "std", "worst5", "best5")
@@ -179,3 +181,16 @@ def load_diagnostics(runs: pd.DataFrame) -> pd.DataFrame:
         for rec in RunStore(run.path).records("rounds")
     ]
     return pd.DataFrame(rows)
+
+
+def with_extra_cost(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` plus Table 3's columns from the per-round diagnostics: ``extra_cost`` (%, extra exchanges /
+    all exchanges after the last round) and ``gradient_rounds`` (% of rounds that aligned gradients); NaN
+    for methods that log no fair-angle branch."""
+    diags = load_diagnostics(runs)
+    if "branch" not in diags:
+        return runs.assign(extra_cost=math.nan, gradient_rounds=math.nan)
+    diags = diags[diags["branch"].notna()]
+    last = diags.sort_values("round").groupby("hash")["extra_cost"].last()
+    share = diags.groupby("hash")["branch"].apply(lambda b: (b == "gradient").mean())
+    return runs.assign(extra_cost=100 * runs["hash"].map(last), gradient_rounds=100 * runs["hash"].map(share))

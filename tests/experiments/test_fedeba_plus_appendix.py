@@ -13,6 +13,7 @@ from fairfl_core.experiments.papers import fedeba_plus as fe
 from fairfl_core.experiments.papers import fedeba_plus_appendix as fa
 from fairfl_core.experiments.profiles import experiment_configs, get_experiment
 from fairfl_core.experiments.runner import run_experiment
+from fairfl_core.report import fedeba_plus as rf
 
 APPENDIX = {
     "fedeba_table9_mlp": {},
@@ -108,7 +109,8 @@ def _runs(data="fashion_mnist", stand_in=None, label="fashion_mnist", **columns)
 
 def test_missing_reasons_for_left_out_and_failed_methods():
     exp = get_experiment("fedeba_table13_noise_fmnist")
-    reasons = fe.missing_reasons(exp, ["FedAvg", "FedEBA+"], {"AFL (λ=0.7)": "ValueError: x"}, {"FOCUS": "r"})
+    failed = {"AFL (λ=0.7)": "ValueError: x"}
+    reasons = report.missing_reasons(exp, ["FedAvg", "FedEBA+"], failed, {"FOCUS": "r"})
     assert reasons["FOCUS"] == "r" and reasons["AFL"] == "run failed: ValueError: x"
     assert reasons["q-FFL"].startswith("not run: left out") and reasons["FedFV"].startswith("not run:")
     assert set(reasons) == {"FOCUS", "AFL", "q-FFL", "FedFV"}
@@ -118,9 +120,9 @@ def test_with_missing_rows_keeps_every_not_implemented_row_with_its_paper_number
     exp = get_experiment("fedeba_table1_fmnist")
     runs = _runs(method=["FedAvg", "FedEBA+"], global_acc=[80.0, 82.0], var=[60.0, 50.0], worst5=[1, 2.0])
     table = report.results_table(
-        runs, metrics=("global_acc", "var"), paper=fe.paper_values(exp, runs, ("Table 1",))
+        runs, metrics=("global_acc", "var"), paper=report.paper_values(exp, runs, ("Table 1",))
     )
-    out = fe.with_missing_rows(table, runs, exp, fe.NOT_IMPLEMENTED).set_index("method")
+    out = report.with_missing_rows(table, runs, exp, fe.NOT_IMPLEMENTED).set_index("method")
     assert list(out.index) == ["FedAvg", "FedEBA+", *fe.NOT_IMPLEMENTED]
     for method, reason in fe.NOT_IMPLEMENTED.items():
         assert out.loc[method, "Var. reproduced"] == "not implemented" and out.loc[method, "note"] == reason
@@ -131,9 +133,9 @@ def test_with_missing_rows_other_table_labels_and_decimals():
     exp = get_experiment("fedeba_table13_noise_cifar10")
     runs = _runs("cifar10", "CIFAR-10", "fmnist (stand-in)", method=["FedAvg"], global_acc=[30.0], var=[40.0])
     table = report.results_table(
-        runs, metrics=("global_acc", "var"), paper=fe.paper_values(exp, runs, ("Table 13",))
+        runs, metrics=("global_acc", "var"), paper=report.paper_values(exp, runs, ("Table 13",))
     )
-    out = fe.with_missing_rows(
+    out = report.with_missing_rows(
         table, runs, exp, {"AFL": "not run: busy", "FOCUS": "not implemented: x"}, None, 3
     )
     afl, focus = out.iloc[1], out.iloc[2]
@@ -145,7 +147,7 @@ def test_with_missing_rows_other_table_labels_and_decimals():
 
 def test_cv_improvement_against_the_fedavg_mean():
     runs = _runs(method=["FedAvg", "FedAvg", "FedEBA+"], cv=[0.10, 0.12, 0.088])
-    out = fa.with_cv_improvement(pd.concat([runs, _runs(label="other", method=["FedEBA+"], cv=[0.1])]))
+    out = rf.with_cv_improvement(pd.concat([runs, _runs(label="other", method=["FedEBA+"], cv=[0.1])]))
     # reference (0.10 + 0.12) / 2 = 0.11: FedEBA+ 100 (0.11 − 0.088) / 0.11 = 20%; FedAvg runs ±9.09%
     assert out["cv_improvement"].iloc[:3].tolist() == pytest.approx([100 / 11, -100 / 11, 20.0])
     assert np.isnan(out["cv_improvement"].iloc[3])  # no FedAvg on that dataset
@@ -164,7 +166,7 @@ def digits_run(tmp_path_factory):
 def test_faa_with_the_loss_shortcut(digits_run):
     _, runs = digits_run
     loss = json.loads(open(f"{runs['path'][0]}/evals.jsonl").read().splitlines()[-1])["client_loss"]
-    assert fa.with_faa(runs, 0)["faa"].iloc[0] == pytest.approx(max(loss) - min(loss))
+    assert rf.with_faa(runs, 0)["faa"].iloc[0] == pytest.approx(max(loss) - min(loss))
 
 
 def test_faa_against_each_clients_own_optimum(digits_run):
@@ -174,7 +176,7 @@ def test_faa_against_each_clients_own_optimum(digits_run):
     assert optimum.shape == (8,) and np.isfinite(optimum).all()
     assert optimum.mean() < untrained.mean()  # trained on its own data, each client's test loss drops
     loss = json.loads(open(f"{runs['path'][0]}/evals.jsonl").read().splitlines()[-1])["client_loss"]
-    assert fa.with_faa(runs, 30)["faa"].iloc[0] == pytest.approx(metrics.faa(loss, optimum))
+    assert rf.with_faa(runs, 30)["faa"].iloc[0] == pytest.approx(metrics.faa(loss, optimum))
     with pytest.raises(ValueError, match="at least 1 step"):
         fa.client_optimum_losses(cfg, 0)
 
@@ -193,7 +195,7 @@ CLAIM_EXPERIMENTS = {
 
 @pytest.mark.parametrize("table", sorted(CLAIM_EXPERIMENTS))
 def test_claims_name_registered_methods_and_hold_in_the_papers_numbers(table):
-    claims = fa.appendix_claims()[table]
+    claims = rf.appendix_claims()[table]
     assert claims
     for name in CLAIM_EXPERIMENTS[table]:
         exp = get_experiment(name)
@@ -201,7 +203,7 @@ def test_claims_name_registered_methods_and_hold_in_the_papers_numbers(table):
         assert {c.method for c in claims} | {c.than for c in claims} <= labels
         data = "cifar10" if "cifar10" in name or "table9" in name else "fashion_mnist"
         runs = _runs(data, method=["FedAvg"], global_acc=[0.0])
-        paper = fe.paper_values(exp, runs, (table,))
+        paper = report.paper_values(exp, runs, (table,))
         as_results = paper.rename(columns={"paper_value": "mean", "paper_std": "std"}).assign(n=5)
         checked = report.check_claims(claims, as_results, paper)
         # the printed means satisfy every claim; with the printed stds over 5 seeds a few are within noise
@@ -216,7 +218,7 @@ def test_cnn_experiments_fit_the_quick_budget_and_keep_every_method_at_paper():
     assert {"fedavg", "fedeba+", "prac_fedeba+"} <= quick and "ditto" not in quick
     assert table1.profiles["smoke"].methods is None and table1.profiles["paper"].methods is None
     runs = _runs(method=list(fe.TABLE1_CNN_QUICK), global_acc=[1.0] * len(fe.TABLE1_CNN_QUICK))
-    reasons = fe.missing_reasons(table1, runs["method"])
+    reasons = report.missing_reasons(table1, runs["method"])
     assert set(reasons) == {"FedSGD", "Ditto", "AAggFF"}  # rows without a paper row are ours, not the paper's
     fig14 = {c.model.name for c in experiment_configs("fedeba_fig14_dirichlet", "quick")}
     assert (

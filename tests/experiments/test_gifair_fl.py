@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from fairfl_core.experiments.papers import gifair_fl as E
-from fairfl_core.experiments.papers import gifair_fl_claims as G
 from fairfl_core.experiments.profiles import experiment_configs, get_experiment
+from fairfl_core.report import gifair_fl as G
 from fairfl_core.report.paper import experiment_paper_values, load_paper_results
 
 FEMNIST_TABLES = [

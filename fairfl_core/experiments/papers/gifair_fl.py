@@ -27,7 +27,7 @@ Hyperparameters: every client's data is split 70/10/20 into train / validation /
 0.001, 0.01, 0.1, 1, 2, 5, 10}, TERM t ∈ {1, 2, 5}, Ditto λ ∈ {0.01, 0.05, 0.1, 0.5, 1, 2, 5} and GIFAIR λ ∈
 {0, 0.1, …, 0.9} λ_max; it prints none for AFL and FedMGDA+, which run γ_λ ∈ {0.001, 0.01, 0.1} and
 ε ∈ {0.05, 0.1, 0.5, 1}; the paper profile's ``methods``) and rule A9 chooses one value per method on the
-validation metrics (``gifair_fl_claims.tuned_methods``). The ``smoke`` and ``quick`` profiles (CPU budget)
+validation metrics (``report.gifair_fl.tuned_methods``). The ``smoke`` and ``quick`` profiles (CPU budget)
 run one **fixed, not selected** value of each grid: q = 1, t = 1, γ_λ = 0.01, ε = 0.1, λ_Ditto = 0.5;
 GIFAIR λ = 0.9 λ_max for individual fairness (d = K) and 0.5 λ_max for groups (the paper's "moderate" λ,
 Figure 4). q = 1 is the smallest printed q that moves q-FFL clearly away from FedAvg: q = 0 is FedAvg, and

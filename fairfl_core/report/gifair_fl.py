@@ -25,11 +25,12 @@ import pandas as pd
 
 from fairfl_core.experiments.papers import gifair_fl
 from fairfl_core.experiments.profiles import Experiment
+from fairfl_core.report.claims import Claim, Z, seed_outcome
+from fairfl_core.report.selection import select_a9
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from fairfl_core.report.claims import Claim
 
 __all__ = [
     "GROUP_LABELS",
@@ -73,7 +74,6 @@ def tuned_methods(experiment: Experiment, runs: pd.DataFrame) -> Tuning:
     (:func:`fairfl_core.report.selection.select_a9`); a method that ran one value (the smoke and quick
     profiles) keeps it, marked as fixed. A group table's runs come back with the paper's discrepancy
     (:func:`seed_mean_discrepancy`, on validation and test), which the selection also uses."""
-    from fairfl_core.report.selection import select_a9
 
     if experiment.name in GROUP_LABELS:
         runs = seed_mean_discrepancy(runs, len(GROUP_LABELS[experiment.name]))
@@ -152,7 +152,6 @@ def _worst_best(agg: pd.DataFrame, fedavg: str, n: int) -> tuple[str, str]:
 
 
 def _individual_claims(m: dict[str, str]) -> list[Claim]:
-    from fairfl_core.report.claims import Claim  # the report package loads plotting libraries
 
     fed, glob, per, ditto = m["FedAvg"], m["GIFAIR-FL-Global"], m["GIFAIR-FL-Per"], m["Ditto"]
     fair = [m[b] for b in FAIR_GLOBAL_BASELINES if b in m]
@@ -174,7 +173,6 @@ def _individual_claims(m: dict[str, str]) -> list[Claim]:
 
 
 def _group_claims(m: dict[str, str], agg: pd.DataFrame, n: int) -> list[Claim]:
-    from fairfl_core.report.claims import Claim
 
     fed, glob, per = m["FedAvg"], m["GIFAIR-FL-Global"], m["GIFAIR-FL-Per"]
     others = [label for row, label in m.items() if row not in ("GIFAIR-FL-Global", "GIFAIR-FL-Per")]
@@ -229,7 +227,6 @@ def targets_table(experiment: Experiment, agg: pd.DataFrame, paper: pd.DataFrame
     most 0.75 × FedAvg's (at least 25% lower), its mean accuracy at least FedAvg's − 1 point; ours
     (seed-aware, ``report.claims.seed_outcome``: ``se`` of the difference, ``result`` holds | within noise |
     fails) and the paper's (printed means: the sign decides)."""
-    from fairfl_core.report.claims import seed_outcome
 
     m = method_labels(experiment)
     fed, glob = m["FedAvg"], m["GIFAIR-FL-Global"]
@@ -316,7 +313,7 @@ def plot_group_accuracies(agg: pd.DataFrame, paper: pd.DataFrame, labels: tuple[
     """Group accuracies per method: reproduced (mean ± std over seeds, left) beside the paper's printed values
     (right, ± its std where printed). Horizontal bars, one row per method (names read along the y axis),
     one bar per group; the figure grows with the methods."""
-    import seaborn as sns  # plotting libraries load only when drawing (profiles imports this module)
+    import seaborn as sns  # plotting libraries load only when drawing
     from matplotlib.figure import Figure
 
     metrics = {f"group_acc_{g}": label for g, label in enumerate(labels)}
@@ -373,7 +370,6 @@ def lambda_checks(runs: pd.DataFrame, labels: tuple[str, ...]) -> pd.DataFrame:
     means). Columns: claim, value (ρ or the difference), se, basis, result."""
     from scipy.stats import spearmanr
 
-    from fairfl_core.report.claims import Z, seed_outcome
 
     names = {f"group_acc_{g}": label for g, label in enumerate(labels)}
     data = seed_mean_discrepancy(runs, len(labels)).rename(columns=names)

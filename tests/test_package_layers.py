@@ -1,0 +1,45 @@
+"""Packages by concern: the layers below ``report`` (experiments, the engine, algorithms, data, models,
+selection, metrics) never import it, at module level or inside a function, so ``report`` (tables, figures,
+claims, paper values) can import the experiment catalogue without a cycle."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).parents[1] / "fairfl_core"
+BELOW_REPORT = ["experiments", "sim", "algorithms", "data", "models", "selection", "gossip", "metrics.py"]
+
+
+def imported_modules(path: Path) -> list[tuple[int, str]]:
+    """Every module a file imports (absolute names), with the line, wherever the import statement is."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found += [(node.lineno, node.module)]
+            found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
+    return found
+
+
+def _files(part: str) -> list[Path]:
+    root = PACKAGE / part
+    return [root] if root.suffix == ".py" else sorted(root.rglob("*.py"))
+
+
+@pytest.mark.parametrize("part", BELOW_REPORT)
+def test_no_layer_below_report_imports_it(part):
+    offending = [
+        f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
+        for path in _files(part)
+        for line, name in imported_modules(path)
+        if name == "fairfl_core.report" or name.startswith("fairfl_core.report.")
+    ]
+    assert not offending, "\n".join(offending)
+
+
+def test_the_walker_sees_function_local_imports(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from fairfl_core.report.claims import Claim\n    return Claim\n")
+    assert (2, "fairfl_core.report.claims") in imported_modules(module)
