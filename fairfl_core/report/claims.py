@@ -23,6 +23,8 @@ from typing import NamedTuple
 
 import pandas as pd
 
+from fairfl_core.report.paper import paper_cell
+
 __all__ = ["OPS", "PAPER", "Z", "Claim", "Outcome", "check_claims", "seed_outcome"]
 
 PAPER = "paper"  # `than` sentinel: the paper's value for the same method, metric and dataset
@@ -99,13 +101,6 @@ def _stat(agg: pd.DataFrame, dataset: str, method: str, metric: str) -> tuple[fl
     return float(row["mean"]), float(row["std"]), int(row["n"])
 
 
-def _paper_value(paper: pd.DataFrame | None, dataset: str, method: str, metric: str) -> float | None:
-    if paper is None or paper.empty:
-        return None
-    hit = paper[(paper["dataset"] == dataset) & (paper["method"] == method) & (paper["metric"] == metric)]
-    return None if hit.empty else float(hit["paper_value"].iloc[0])
-
-
 def _paper_verdict(claim: Claim, value: float | None, reference: float | None) -> str:
     """The claim on the paper's printed means (exact numbers: the sign of the margin decides)."""
     if value is None or reference is None:
@@ -119,7 +114,7 @@ def _check_one(claim: Claim, agg: pd.DataFrame, paper: pd.DataFrame | None, data
     if isinstance(claim.than, (int, float)):
         right, reference_name = float(claim.than), "constant"
     elif claim.than == PAPER:
-        right, reference_name = _paper_value(paper, dataset, claim.method, claim.metric), "paper"
+        right, reference_name = paper_cell(paper, claim.method, claim.metric, dataset), "paper"
     else:
         right, reference_name = _stat(agg, dataset, claim.than, claim.metric), claim.than
     reference = right[0] if isinstance(right, tuple) else right
@@ -130,8 +125,8 @@ def _check_one(claim: Claim, agg: pd.DataFrame, paper: pd.DataFrame | None, data
     )
     in_paper, metric = "n/a", claim.metric
     if claim.than != PAPER:
-        p_left = _paper_value(paper, dataset, claim.method, metric)
-        p_right = right if reference_name == "constant" else _paper_value(paper, dataset, claim.than, metric)
+        p_left = paper_cell(paper, claim.method, metric, dataset)
+        p_right = right if reference_name == "constant" else paper_cell(paper, claim.than, metric, dataset)
         in_paper = _paper_verdict(claim, p_left, p_right)
     diff = outcome.difference
     basis = "" if outcome.result == "missing" else "sign (no SE)" if math.isnan(outcome.se) else f"{Z:g}·SE"

@@ -16,6 +16,7 @@ rule A9 chooses on the validation split, and every function here then works on t
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
@@ -26,6 +27,7 @@ import pandas as pd
 from fairfl_core.experiments.papers import gifair_fl
 from fairfl_core.experiments.profiles import Experiment
 from fairfl_core.report.claims import Claim, Z, seed_outcome
+from fairfl_core.report.paper import paper_cell
 from fairfl_core.report.selection import select_a9
 
 if TYPE_CHECKING:
@@ -237,9 +239,7 @@ def targets_table(experiment: Experiment, agg: pd.DataFrame, paper: pd.DataFrame
             return math.nan
         return float(hit["mean"].iloc[0]), float(hit["std"].iloc[0]), int(hit["n"].iloc[0])
 
-    def paper_value(method: str, metric: str) -> float:
-        hit = paper[(paper["method"] == method) & (paper["metric"] == metric)]["paper_value"]
-        return float(hit.iloc[0]) if len(hit) else math.nan
+    paper_value = functools.partial(paper_cell, paper, default=math.nan)
 
     def mean(side: tuple | float) -> float:
         return side[0] if isinstance(side, tuple) else side
@@ -283,9 +283,7 @@ def gap_table(experiment: Experiment, agg: pd.DataFrame, paper: pd.DataFrame) ->
     fed = method_labels(experiment)["FedAvg"]
     worst, best = _worst_best(agg, fed, len(labels))
 
-    def paper_value(method: str, metric: str) -> float:
-        hit = paper[(paper["method"] == method) & (paper["metric"] == metric)]["paper_value"]
-        return float(hit.iloc[0]) if len(hit) else math.nan
+    paper_value = functools.partial(paper_cell, paper, default=math.nan)
 
     out = []
     for method in dict.fromkeys(agg["method"]):

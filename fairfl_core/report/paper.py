@@ -22,6 +22,7 @@ __all__ = [
     "experiment_paper_values",
     "load_paper_results",
     "missing_reasons",
+    "paper_cell",
     "paper_values",
     "with_missing_rows",
 ]
@@ -174,3 +175,20 @@ def with_missing_rows(
                     row[f"{column} paper"] = format_mean_std(value, std, decimals)
             rows.append(row)
     return pd.concat([table.assign(note=""), pd.DataFrame(rows)], ignore_index=True).fillna("")
+
+
+def paper_cell(
+    paper: pd.DataFrame | None,
+    method: str,
+    metric: str,
+    dataset: str | None = None,
+    default: float | None = None,
+) -> float | None:
+    """The paper's printed value of one cell of an ``experiment_paper_values`` frame (``dataset`` None: any
+    dataset's first), or ``default`` when the paper prints none."""
+    if paper is None or paper.empty:
+        return default
+    hit = paper[(paper["method"] == method) & (paper["metric"] == metric)]
+    if dataset is not None:
+        hit = hit[hit["dataset"] == dataset]
+    return default if hit.empty else float(hit["paper_value"].iloc[0])
