@@ -356,7 +356,7 @@ def equitable_fl_groups(num_classes: int, scale: float = 1.0) -> list[GroupSpec]
 
 
 def gifair_femnist_3groups(num_classes: int = 62, scale: float = 1.0) -> list[GroupSpec]:
-    """GIFAIR-FL FEMNIST-3-groups (GIFAIR-FL §5.3): labels in EMNIST-ByClass order (0-9 digits,
+    """GIFAIR-FL FEMNIST-3-groups (GIFAIR-FL §5.1): labels in EMNIST-ByClass order (0-9 digits,
     10-35 A-Z, 36-61 a-z). Group 1: capitals + digits, 60 devices x 800 images; group 2: lower case +
     digits, 100 x 1,000; group 3: all 62 classes, 40 x 600; images drawn uniformly from the group's pool."""
     if num_classes != 62:
