@@ -216,6 +216,12 @@ class ClientStack:
             s = min(int(steps[0]), schedule.num_steps - 1)
             return None, None, steps, schedule.active[:, s] & (steps < schedule.num_steps)
         host_rows = np.arange(self.num_clients) if rows is None else np.asarray(rows, dtype=np.int64)
+        inside = ((host_rows >= 0) & (host_rows < self.num_clients)).all()
+        if not inside or len(np.unique(host_rows)) != len(host_rows):
+            raise ValueError(
+                f"step(rows): rows must be distinct indices in [0, {self.num_clients}) of the stacked "
+                f"clients, got {host_rows.tolist()}"
+            )
         steps = self.cursor[host_rows]
         at = np.minimum(steps, schedule.num_steps - 1)
         on = schedule.active[host_rows, at] & (steps < schedule.num_steps)

@@ -85,6 +85,14 @@ def test_an_exhausted_row_stays_put():
     assert (stack.steps_taken() == 2).all()
 
 
+def test_rows_must_be_distinct_stacked_clients():
+    engine = _engine()
+    stack = engine.stack(CLIENTS, engine.init_params(), _spec(), seed=0)
+    for rows in ([0, 0], [3], [-1]):
+        with pytest.raises(ValueError, match=r"distinct indices in \[0, 3\)"):
+            stack.step(np.array(rows))
+
+
 def test_mix_applies_the_matrix_to_the_stacked_parameters():
     engine = _engine()
     stack = engine.stack(CLIENTS, engine.init_params(), _spec(), seed=0)
