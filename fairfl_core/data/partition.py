@@ -355,19 +355,33 @@ def equitable_fl_groups(num_classes: int, scale: float = 1.0) -> list[GroupSpec]
     ]
 
 
+# The classes playing digits, capitals and lower case: EMNIST-ByClass order (62 classes), or the labelled
+# 10-class stand-in's choice (Fashion-MNIST: two shared classes, four "capital" and four "lower-case" ones).
+THREE_GROUP_KINDS = {
+    62: {"digits": tuple(range(0, 10)), "upper": tuple(range(10, 36)), "lower": tuple(range(36, 62))},
+    10: {"digits": (1, 8), "upper": (0, 2, 5, 7), "lower": (3, 4, 6, 9)},
+}
+
+
 def gifair_femnist_3groups(num_classes: int = 62, scale: float = 1.0) -> list[GroupSpec]:
-    """GIFAIR-FL FEMNIST-3-groups (GIFAIR-FL §5.1): labels in EMNIST-ByClass order (0-9 digits,
-    10-35 A-Z, 36-61 a-z). Group 1: capitals + digits, 60 devices x 800 images; group 2: lower case +
-    digits, 100 x 1,000; group 3: all 62 classes, 40 x 600; images drawn uniformly from the group's pool."""
-    if num_classes != 62:
+    """GIFAIR-FL FEMNIST-3-groups (GIFAIR-FL §5.1). Group 1: capitals + digits, 60 devices x 800 images;
+    group 2: lower case + digits, 100 x 1,000; group 3: all classes, 40 x 600; images drawn uniformly from
+    the group's pool. 62 classes: EMNIST ByClass (0-9 digits, 10-35 A-Z, 36-61 a-z); 10 classes: the
+    labelled stand-in's kinds (``THREE_GROUP_KINDS``)."""
+    if num_classes not in THREE_GROUP_KINDS:
         raise ValueError(
-            f"gifair_femnist_3groups needs the 62 EMNIST-ByClass/FEMNIST classes; got {num_classes}"
+            f"gifair_femnist_3groups needs the 62 EMNIST-ByClass/FEMNIST classes (or a 10-class stand-in); "
+            f"got {num_classes}"
         )
-    digits, upper, lower = range(0, 10), range(10, 36), range(36, 62)
+    kinds = THREE_GROUP_KINDS[num_classes]
+    layout = (
+        ("capitals + digits", ("digits", "upper"), 60, 800),
+        ("lower case + digits", ("digits", "lower"), 100, 1000),
+        ("mixed", ("digits", "upper", "lower"), 40, 600),
+    )
     return [
-        GroupSpec("capitals + digits", (*digits, *upper), 60, per_client=_scaled(800, scale)),
-        GroupSpec("lower case + digits", (*digits, *lower), 100, per_client=_scaled(1000, scale)),
-        GroupSpec("mixed", (*digits, *upper, *lower), 40, per_client=_scaled(600, scale)),
+        GroupSpec(name, sum((kinds[k] for k in uses), ()), clients, per_client=_scaled(n, scale))
+        for name, uses, clients, n in layout
     ]
 
 

@@ -1,14 +1,17 @@
 """FedEBA+'s claims per table (Table 1, Table 3, Tables 7/15/16, Fig. 9, Fig. 14, App. M) as ``Claim`` lists
-on the labels of its experiments, and the appendix's tables that are metrics of runs (Tables 17–19)."""
+on the labels of its experiments, the appendix's tables that are metrics of runs (Tables 17–19), and the
+Fig. 1 toy example (App. I.1) with its claims."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from fairfl_core import metrics
+from fairfl_core.algorithms.fedeba import figure1_toy, toy_losses
 from fairfl_core.experiments.config import ExperimentConfig
 from fairfl_core.experiments.papers.fedeba_plus import TABLE1
 from fairfl_core.experiments.papers.fedeba_plus_appendix import (
@@ -22,18 +25,44 @@ from fairfl_core.experiments.papers.fedeba_plus_appendix import (
 from fairfl_core.experiments.profiles import get_experiment
 from fairfl_core.experiments.store import RunStore, client_accuracy_key
 from fairfl_core.report.claims import PAPER, Claim
+from fairfl_core.report.paper import load_paper_results
 
 __all__ = [
     "ablation_claims",
     "annealing_claims",
     "appendix_claims",
     "dirichlet_claims",
+    "fairer_than_fedavg",
+    "figure1_claims",
+    "figure1_points",
+    "figure1_table",
     "sensitivity_claims",
     "table1_claims",
     "theta_claims",
     "with_cv_improvement",
     "with_faa",
 ]
+
+
+def fairer_than_fedavg(labels, source: str) -> list[Claim]:
+    """For each method label: a lower client-accuracy variance than FedAvg at no lower global accuracy."""
+    return [
+        *(
+            Claim(f"{m} has a lower variance than FedAvg", "var", m, "<", "FedAvg", source=source)
+            for m in labels
+        ),
+        *(
+            Claim(
+                f"{m} has no lower global accuracy than FedAvg",
+                "global_acc",
+                m,
+                ">=",
+                "FedAvg",
+                source=source,
+            )
+            for m in labels
+        ),
+    ]
 
 
 def with_cv_improvement(runs: pd.DataFrame, reference: str = "FedAvg") -> pd.DataFrame:
@@ -50,7 +79,7 @@ def with_cv_improvement(runs: pd.DataFrame, reference: str = "FedAvg") -> pd.Dat
 def with_faa(runs: pd.DataFrame, local_steps: int) -> pd.DataFrame:
     """``runs`` plus ``faa`` (Table 17): ``metrics.faa`` of the clients' test losses at the last evaluation
     (the personalised models' for personalised methods) against F_i(x_i*) = ``client_optimum_losses`` of
-    the run's data, model and seed (computed once per such triple), or 0 with ``local_steps = 0``."""
+    the run's data, model and seed (a cached ``local`` run beside it), or 0 with ``local_steps = 0``."""
     optimum: dict[str, np.ndarray] = {}
     values = []
     for path in runs["path"]:
@@ -63,7 +92,9 @@ def with_faa(runs: pd.DataFrame, local_steps: int) -> pd.DataFrame:
         config = store.config()
         key = json.dumps([config[k] for k in ("data", "model", "seed")] + [config["train"]], sort_keys=True)
         if key not in optimum:
-            optimum[key] = client_optimum_losses(ExperimentConfig.from_dict(config), local_steps)
+            optimum[key] = client_optimum_losses(
+                ExperimentConfig.from_dict(config), local_steps, Path(path).parent
+            )
         values.append(metrics.faa(loss, optimum[key]))
     return runs.assign(faa=values)
 
@@ -162,22 +193,7 @@ def table1_claims(ours: str = "FedEBA+", prac: str = "Prac-FedEBA+ (θ=15°)") -
             "FedAvg",
             source="Table 1 (95.84 → 95.91; 85.13 → 86.93)",
         ),
-        Claim(
-            "Prac-FedEBA+ has a lower variance than FedAvg",
-            "var",
-            prac,
-            "<",
-            "FedAvg",
-            source="Table 1 (46.41; 74.16)",
-        ),
-        Claim(
-            "Prac-FedEBA+ has no lower global accuracy than FedAvg",
-            "global_acc",
-            prac,
-            ">=",
-            "FedAvg",
-            source="Table 1 (86.62; 69.83)",
-        ),
+        *fairer_than_fedavg([prac], "Table 1 (46.41; 74.16 and 86.62; 69.83)"),
         *(
             Claim(f"FedEBA+ has a lower variance than {b}", "var", ours, "<", b, source="Table 1, C4")
             for b in baselines
@@ -241,21 +257,7 @@ def theta_claims(theta: list[str]) -> list[Claim]:
             tolerance=1e-9,
             source="Table 3; φ ≤ 90° for non-negative losses",
         ),
-        *(
-            Claim(f"{t} has a lower variance than FedAvg", "var", t, "<", "FedAvg", source="Tables 1 and 3")
-            for t in theta
-        ),
-        *(
-            Claim(
-                f"{t} has no lower global accuracy than FedAvg",
-                "global_acc",
-                t,
-                ">=",
-                "FedAvg",
-                source="Tables 1 and 3",
-            )
-            for t in theta
-        ),
+        *fairer_than_fedavg(theta, "Tables 1 and 3"),
     ]
 
 
@@ -293,21 +295,7 @@ def ablation_claims(one: str, two: str, both: str) -> list[Claim]:
 def sensitivity_claims(variants: list[str]) -> list[Claim]:
     """Tables 7 and 16's claims on the (α, τ) variants of FedEBA+."""
     return [
-        *(
-            Claim(f"{v} has a lower variance than FedAvg", "var", v, "<", "FedAvg", source="Table 16 (C9)")
-            for v in variants
-        ),
-        *(
-            Claim(
-                f"{v} has no lower accuracy than FedAvg",
-                "global_acc",
-                v,
-                ">=",
-                "FedAvg",
-                source="Table 16 (C9)",
-            )
-            for v in variants
-        ),
+        *fairer_than_fedavg(variants, "Table 16 (C9)"),
         Claim(
             "a larger α lowers the variance (α=0.9 vs α=0)",
             "var",
@@ -348,21 +336,82 @@ def annealing_claims(constant: str, annealed: list[str]) -> list[Claim]:
 
 def dirichlet_claims() -> list[Claim]:
     """Fig. 14's claims under Dirichlet label skew."""
-    return [
-        Claim(
-            "FedEBA+ has a lower variance than FedAvg",
-            "var",
-            "FedEBA+",
-            "<",
-            "FedAvg",
-            source="Fig. 14 (C13)",
-        ),
-        Claim(
-            "FedEBA+ has no lower accuracy than FedAvg",
-            "global_acc",
-            "FedEBA+",
-            ">=",
-            "FedAvg",
-            source="Fig. 14 (C13)",
-        ),
-    ]
+    return fairer_than_fedavg(["FedEBA+"], "Fig. 14 (C13)")
+
+
+# -- Fig. 1: the toy example (App. I.1) ------------------------------------------------------------------
+FIG1_TAU = 5.311  # puts EBA at the paper's x ≈ −0.1; the paper prints τ = 1, which gives x = −0.967
+_FIG1_PAPER_ROW = {"FedAvg": "FedAvg", "q-FFL (paper's printed point)": "q-FFL", f"EBA (τ={FIG1_TAU})": "EBA"}
+
+
+def _fig1_paper(method: str, metric: str) -> float:
+    paper = load_paper_results("fedeba_plus")
+    hit = paper[(paper["table"] == "Figure 1") & (paper["method"] == method) & (paper["metric"] == metric)]
+    return float(hit["value"].iloc[0])
+
+
+def figure1_points() -> dict[str, float]:
+    """x_{t+1} of each aggregation on the toy (``algorithms.fedeba.figure1_toy``), plus the paper's printed
+    q-FFL point, which the q-FedAvg formula does not give (it gives 8/21 ≈ 0.381)."""
+    toy = figure1_toy(tau=FIG1_TAU)
+    return {
+        "FedAvg": toy["fedavg"],
+        "q-FFL (formula, q=1)": toy["qffl"],
+        "q-FFL (paper's printed point)": _fig1_paper("q-FFL", "x_next"),
+        f"EBA (τ={FIG1_TAU})": toy["eba"],
+        "EBA (τ=1, as printed)": figure1_toy(tau=1.0)["eba"],
+    }
+
+
+def figure1_table(points: dict[str, float]) -> pd.DataFrame:
+    """Per point: x_{t+1} beside the paper's, the two losses, their gap and variance, and the entropy (bits)
+    of the normalised losses (App. I.1, higher = fairer)."""
+    rows = []
+    for name, x in points.items():
+        f1, f2 = toy_losses(x)
+        paper_row = _FIG1_PAPER_ROW.get(name)
+        rows.append(
+            {
+                "method": name,
+                "x_{t+1}": x,
+                "paper x_{t+1}": _fig1_paper(paper_row, "x_next") if paper_row else np.nan,
+                "F_1": f1,
+                "F_2": f2,
+                "gap |F_1 - F_2|": abs(f1 - f2),
+                "variance": np.var([f1, f2]),
+                "entropy (bits)": metrics.entropy_of_normalised([f1, f2]),
+                "paper entropy": _fig1_paper(paper_row, "entropy") if paper_row else np.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def figure1_claims(table: pd.DataFrame) -> pd.DataFrame:
+    """App. I.1's claims, computed from ``figure1_table``: EBA's point, and the orderings of the loss
+    variance and of the entropy (EBA fairest, FedAvg least fair)."""
+    row = table.set_index("method")
+    eba, qffl, printed = f"EBA (τ={FIG1_TAU})", "q-FFL (formula, q=1)", "q-FFL (paper's printed point)"
+
+    def ordered(column, names, descending):
+        values = [float(row.loc[n, column]) for n in names]
+        holds = all((a > b) if descending else (a < b) for a, b in zip(values[:-1], values[1:], strict=True))
+        return [round(v, 3) for v in values], holds
+
+    claims = []
+    x, target = float(row.loc[eba, "x_{t+1}"]), float(row.loc[eba, "paper x_{t+1}"])
+    claims.append(
+        (
+            f"Fig. 1: EBA (τ={FIG1_TAU}) lands at the paper's x ≈ {target:g}",
+            round(x, 4),
+            target,
+            abs(x - target) < 1e-3,
+        )
+    )
+    values, holds = ordered("variance", (eba, qffl, "FedAvg"), descending=False)
+    claims.append(("Fig. 1: loss variance EBA < q-FFL < FedAvg", values, None, holds))
+    values, holds = ordered("entropy (bits)", (eba, printed, "FedAvg"), descending=True)
+    paper = [float(row.loc[n, "paper entropy"]) for n in (eba, printed, "FedAvg")]
+    claims.append(("App. I.1: entropy of the normalised losses EBA > q-FFL > FedAvg", values, paper, holds))
+    return pd.DataFrame(
+        [{"claim": c, "value": v, "paper": p, "result": "pass" if ok else "fail"} for c, v, p, ok in claims]
+    )

@@ -201,7 +201,15 @@ def test_gifair_femnist_three_groups():
     assert not np.isin(np.arange(10, 36), used[1]).any()  # lower case + digits: no capitals
     assert np.isin(np.arange(62), used[2]).mean() > 0.9  # mixed: (almost) every class appears
     full = P.gifair_femnist_3groups()
-    assert sum(g.num_clients * g.per_client for g in full) == 172_000  # gifair_fl.md §4.3
+    assert sum(g.num_clients * g.per_client for g in full) == 172_000  # GIFAIR-FL §5.1
+
+
+def test_gifair_three_groups_on_a_ten_class_stand_in_keep_the_structure():
+    """Two classes shared by every group, four only in groups 1 and 3, four only in groups 2 and 3."""
+    specs = P.gifair_femnist_3groups(10, scale=0.3)
+    assert [(g.num_clients, g.per_client) for g in specs] == [(60, 240), (100, 300), (40, 180)]
+    one, two, mixed = (set(g.classes) for g in specs)
+    assert one & two == {1, 8} and mixed == set(range(10)) and len(one) == len(two) == 6
 
 
 def test_label_groups_errors():
@@ -215,7 +223,7 @@ def test_label_groups_errors():
     with pytest.raises(ValueError, match="without repeats"):
         P.GroupSpec("a", (0, 0), 1)
     with pytest.raises(ValueError, match="62 EMNIST"):
-        P.gifair_femnist_3groups(10)
+        P.gifair_femnist_3groups(47)
 
 
 # -- natural ----------------------------------------------------------------------------------------------

@@ -3,21 +3,26 @@ or has a reason, the plug-ins / noise / stand-in reach the run configs, the repo
 numbers, and the claims hold in the paper's own numbers."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from fairfl_core import metrics, report  # report first: it loads the experiment catalogue
 from fairfl_core.experiments.papers import fedeba_plus as fe
 from fairfl_core.experiments.papers import fedeba_plus_appendix as fa
 from fairfl_core.experiments.profiles import experiment_configs, get_experiment
-from fairfl_core.experiments.runner import run_experiment
+from fairfl_core.experiments.runner import run_data, run_experiment
+from fairfl_core.models import build_model
 from fairfl_core.report import fedeba_plus as rf
+from fairfl_core.sim.context import Simulation
+from fairfl_core.sim.engine import Engine
 
 APPENDIX = {
     "fedeba_table9_mlp": {},
-    "fedeba_table10_momentum": fa.TABLE10_NOT_IMPLEMENTED,
+    "fedeba_table10_momentum": {},
     "fedeba_table11_fedvarp": {},
     "fedeba_table13_noise_fmnist": fa.TABLE13_NOT_IMPLEMENTED,
     "fedeba_table13_noise_cifar10": fa.TABLE13_NOT_IMPLEMENTED,
@@ -169,16 +174,41 @@ def test_faa_with_the_loss_shortcut(digits_run):
     assert rf.with_faa(runs, 0)["faa"].iloc[0] == pytest.approx(max(loss) - min(loss))
 
 
-def test_faa_against_each_clients_own_optimum(digits_run):
+def test_faa_against_each_clients_own_optimum(digits_run, tmp_path):
     cfg, runs = digits_run
-    optimum = fa.client_optimum_losses(cfg, 30)
-    untrained = fa.client_optimum_losses(cfg, 1)
+    optimum = fa.client_optimum_losses(cfg, 30, tmp_path)
+    untrained = fa.client_optimum_losses(cfg, 1, tmp_path)
     assert optimum.shape == (8,) and np.isfinite(optimum).all()
     assert optimum.mean() < untrained.mean()  # trained on its own data, each client's test loss drops
     loss = json.loads(open(f"{runs['path'][0]}/evals.jsonl").read().splitlines()[-1])["client_loss"]
     assert rf.with_faa(runs, 30)["faa"].iloc[0] == pytest.approx(metrics.faa(loss, optimum))
     with pytest.raises(ValueError, match="at least 1 step"):
-        fa.client_optimum_losses(cfg, 0)
+        fa.client_optimum_losses(cfg, 0, tmp_path)
+
+
+def test_the_local_optima_are_a_cached_run_of_every_client_training_alone(digits_run, tmp_path):
+    """F_i(x_i*) comes from a ``local`` run through the runner: cached (a second call trains nothing) and
+    equal to training each client's model by itself from the run's initial model (float64: the runner
+    trains the clients in another order, so float32 would differ by rounding)."""
+    cfg = digits_run[0]
+    cfg = replace(cfg, engine=replace(cfg.engine, dtype="float64"))
+    optimum_cfg = fa.client_optimum_config(cfg, 5)
+    assert optimum_cfg.algorithm.name == "local" and optimum_cfg.train.rounds == 1
+    assert optimum_cfg.train.clients_per_round == 8 and optimum_cfg.train.local_steps == 5
+    first = fa.client_optimum_losses(cfg, 5, tmp_path)
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    stamp = (run_dir / "summary.json").stat().st_mtime_ns
+    assert np.array_equal(fa.client_optimum_losses(cfg, 5, tmp_path), first)
+    assert (run_dir / "summary.json").stat().st_mtime_ns == stamp
+    # by hand: the engine trains every client from w_0 on its own data, then each is evaluated alone
+    data = run_data(cfg)
+    model = build_model(cfg.model.name, seed=cfg.seed, **cfg.model.options)
+    engine = Engine(model, data, dtype=torch.float64)
+    sim = Simulation(engine, optimum_cfg.train, cfg.seed)
+    everyone = np.arange(data.num_clients)
+    trained = engine.train(everyone, engine.init_params(), sim.local_spec(0), sim.seed_for(0, "batches"))
+    expected = engine.losses(trained.params, everyone, "test")[0].cpu().numpy()
+    np.testing.assert_allclose(first, expected, rtol=1e-10)
 
 
 # -- the claims ---------------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ def test_shipped_paper_files_pass_validation():
     assert files, "fairfl_core/paper_results/ holds no paper file"
     for f in files:
         df = load_paper_results(f.stem)
-        assert df["value"].notna().all() and df["source"].str.contains("Table").all()
+        assert df["value"].notna().all() and df["source"].str.contains("Table|Figure").all()
 
 
 def test_load_paper_results_parses_numbers_and_empty_std(tmp_path):

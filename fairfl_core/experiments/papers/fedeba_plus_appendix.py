@@ -9,9 +9,9 @@ runs. Settings, helpers and data stand-ins come from
   784-200-200-10 MLP: then the task is Table 1's Fashion-MNIST one, labelled "stand-in for CIFAR-10". The
   row "FedEBA α=0.9, τ=0.1" (FedEBA has no α) is run as Prac-FedEBA+ (α = 0.9, τ = 0.1, θ = 15°).
 * **Table 10**: every method with server momentum 0.9 and **Table 11**: with FedVARP (global lr 1, client
-  lr 0.1), the server plug-ins of ``fairfl_core/algorithms/fedavg.py`` (``ServerPluginHyper``; FedEBA+'s
-  FedVARP correction uses its EBA weights, A21). AFL's rows of Table 10 are not run: ``AFLHyper`` does not
-  derive from ``ServerPluginHyper``, so the momentum cannot be set on AFL.
+  lr 0.1), the server plug-ins of ``fairfl_core/algorithms/server_plugins.py`` (``ServerPluginHyper``;
+  FedEBA+'s FedVARP correction uses its EBA weights). Table 10's AFL rows apply the momentum to AFL's model
+  step (its λ step is unchanged); AFL takes all 100 clients every round, so only the paper profile runs them.
 * **Table 13**: symmetric label noise ε = 0.5 on every client's training labels (``DataSpec.label_noise``,
   drawn from the partition seed; test labels clean). The baselines' hyper-parameters are not given for this
   table; Table 1's are used (q = 0.5) and Table 8's for AFL (λ = 0.7) and FedFV (α = 0.1, τ_fv = 10).
@@ -31,11 +31,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
-import torch
 
-from fairfl_core.experiments.config import ExperimentConfig
+from fairfl_core.experiments.config import AlgorithmSpec, ExperimentConfig
 from fairfl_core.experiments.papers.fedeba_plus import (
     ALIGN,
     CIFAR10,
@@ -51,18 +51,16 @@ from fairfl_core.experiments.papers.fedeba_plus import (
     subset_methods,
 )
 from fairfl_core.experiments.profiles import Method
-from fairfl_core.experiments.runner import run_data
-from fairfl_core.models import build_model
-from fairfl_core.sim.context import Simulation
-from fairfl_core.sim.engine import Engine
-from fairfl_core.sim.local import LocalSpec
+from fairfl_core.experiments.runner import run_data, run_experiment
+from fairfl_core.experiments.store import RunStore
+from fairfl_core.sim.faults import FaultConfig
 
 __all__ = [
     "FAA_LOCAL_STEPS",
     "LSR_REASON",
-    "TABLE10_NOT_IMPLEMENTED",
     "TABLE13_NOT_IMPLEMENTED",
     "TABLES17_19_NOT_RUN",
+    "client_optimum_config",
     "client_optimum_losses",
 ]
 
@@ -131,14 +129,10 @@ TABLE10 = _with(
         Method("FedProx (μ=0.1)", "fedprox", {"mu": 0.1}, "FedProx μ=0.1"),
         Method("TERM (t=0.1)", "term", {"t": 0.1}, "TERM T=0.1"),
         Method("FedFV (α=0.1, τ_fv=10)", "fedfv", {"alpha": 0.1, "tau": 10}, "FedFV α=0.1, τ=10"),
+        *(Method(f"AFL (λ={lam})", "afl", {"lr_lambda": lam}, f"AFL λ={lam}") for lam in (0.05, 0.7)),
         _fedeba_plus(0.9, OURS, "FedEBA+ α=0.9, T=0.1"),
     ),
 )
-TABLE10_NOT_IMPLEMENTED = {
-    row: "not run: AFLHyper does not derive from ServerPluginHyper (fairfl_core/algorithms/fedavg.py), so "
-    "the server momentum of this table cannot be set on AFL"
-    for row in ("AFL λ=0.05", "AFL λ=0.7")
-}
 TABLE11 = _with(
     FEDVARP,
     (
@@ -197,7 +191,12 @@ register_table(
     "Table 10, Fashion-MNIST (MLP): every method with server momentum 0.9 (v ← 0.9 v + Δ_t, x ← x + v)",
     "fedeba_fmnist_mlp.yaml",
     TABLE10,
-    short_profiles(mlp_profiles(300, (0,)), what="with server momentum 0.9; "),
+    short_profiles(
+        mlp_profiles(300, (0,)),
+        short_methods=tuple(m for m in TABLE10 if m.algorithm != "afl"),
+        what="with server momentum 0.9; ",
+        short_at=("quick",),
+    ),
     "Table 10",
 )
 register_table(
@@ -237,17 +236,27 @@ register_table(
 
 
 # -- the clients' local optima of FAA (Table 17) -------------------------------------------------------------
-def client_optimum_losses(cfg: ExperimentConfig, steps: int, chunk_size: int | None = 10) -> np.ndarray:
-    """F_i(x_i*) of FAA (FedEBA+ Table 17, from FOCUS): each client's mean test loss after training a model
-    on its own training data only, from the run's initial model, for ``steps`` local SGD steps of the run's
-    batch size and (undecayed) learning rate: the engine's batched local training of all clients at once."""
+def client_optimum_config(cfg: ExperimentConfig, steps: int) -> ExperimentConfig:
+    """The run whose personal models are the clients' local optima x_i* of FAA (FedEBA+ Table 17, from
+    FOCUS): algorithm ``local`` (every client trains on its own data only), one round of all N clients for
+    ``steps`` local SGD steps from the run's initial model, at the run's batch size and learning rate."""
     if steps < 1:
         raise ValueError(f"steps={steps}: local training of the optimum needs at least 1 step (0: use zeros)")
-    data = run_data(cfg)
-    model = build_model(cfg.model.name, seed=cfg.seed, **cfg.model.options)
-    engine = Engine(model, data, chunk_size=chunk_size, dtype=getattr(torch, cfg.engine.dtype))
-    clients = np.arange(data.num_clients)
-    spec = LocalSpec(lr=cfg.train.lr, batch_size=cfg.train.batch_size, steps=steps)
-    seed = Simulation(engine, cfg.train, cfg.seed).seed_for(0, "local_optimum")
-    trained = engine.train(clients, engine.init_params(), spec, seed).params
-    return engine.losses(trained, clients, "test")[0].cpu().numpy()
+    train = replace(
+        cfg.train, rounds=1, clients_per_round=run_data(cfg).num_clients, local_steps=steps, local_epochs=None
+    )
+    return replace(
+        cfg,
+        name=f"{cfg.name} local optimum",
+        algorithm=AlgorithmSpec("local"),
+        train=train,
+        eval=replace(cfg.eval, every=1),
+        faults=FaultConfig(),
+    )
+
+
+def client_optimum_losses(cfg: ExperimentConfig, steps: int, results_dir: str | Path) -> np.ndarray:
+    """F_i(x_i*): each client's mean test loss under its local optimum (``client_optimum_config``), run and
+    cached in ``results_dir`` like any other run."""
+    done = run_experiment(client_optimum_config(cfg, steps), results_dir, progress=False)
+    return np.asarray(RunStore(done.path).records("evals")[-1]["personal_loss"], dtype=float)

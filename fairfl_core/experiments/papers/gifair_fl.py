@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from fairfl_core.data.partition import gifair_femnist_3groups
 from fairfl_core.data.sources import data_root
 from fairfl_core.experiments.profiles import (
     Experiment,
@@ -102,11 +103,9 @@ def _grid(entries: tuple[Method | Tuned, ...]) -> tuple[Method, ...]:
 
 
 # -- the FEMNIST settings: real data when present, else a stand-in ---------------------------------------
-_SHARED, _UPPER, _LOWER = [1, 8], [0, 2, 5, 7], [3, 4, 6, 9]
-_THREE_GROUPS = [
-    {"name": "capitals + digits", "classes": _SHARED + _UPPER, "num_clients": 60, "per_client": 240},
-    {"name": "lower case + digits", "classes": _SHARED + _LOWER, "num_clients": 100, "per_client": 300},
-    {"name": "mixed", "classes": _SHARED + _UPPER + _LOWER, "num_clients": 40, "per_client": 180},
+_THREE_GROUPS = [  # the preset's layout written out, so that the stand-in's config states its classes
+    {"name": g.name, "classes": list(g.classes), "num_clients": g.num_clients, "per_client": g.per_client}
+    for g in gifair_femnist_3groups(10, scale=0.3)
 ]
 _SMALL_GROUPS = [
     {**g, "num_clients": g["num_clients"] // 10, "per_client": g["per_client"] // 3} for g in _THREE_GROUPS
