@@ -271,8 +271,9 @@ class ClientStack:
             stat.update(acc, view)
 
     def mix(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
-        """X ← fn(X) for each stacked parameter tensor ``[K, ...]`` (gossip: ``fn = Mixer(W)``)."""
-        for t in self.ws:
+        """X ← fn(X) for each stacked parameter tensor ``[K, ...]`` and each client's BatchNorm running
+        statistics (gossip: ``fn = Mixer(W)``)."""
+        for t in (*self.ws, *self.running.values()):
             t.copy_(fn(t))
 
     def flat_params(self) -> torch.Tensor:

@@ -18,6 +18,10 @@ from fairfl_core.sim.faults import FaultConfig, RoundFaults
 from fairfl_core.sim.local import LocalResult
 from tests.conftest import tiny_federated, tiny_model
 
+# Hyperparameters for algorithms whose defaults do not fit tiny_sim's 6 clients (3 per round): CAFGA's K = 5
+# clusters must divide both.
+TINY_PARAMS = {"cafga": {"num_clusters": 3}}
+
 
 def tiny_sim(
     kind: str = "batched", dtype=torch.float64, seed: int = 0, faults: FaultConfig | None = None, **train

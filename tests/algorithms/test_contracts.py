@@ -19,6 +19,8 @@ from tests.algorithms.conftest import run_rounds, short_run, tiny_sim
 
 # Non-default hyperparameters that make the tiny float64 runs exercise each method's own mechanism.
 EXACT = {
+    "afga": [{}, {"comm_adapted": "active_ring"}, {"comm_adapted": "selected_ring", "topology": "complete"}],
+    "cafga": [{"num_clusters": 3}],
     "afl": [{"client_step": "local", "lr_lambda": 0.1}, {"client_step": "gradient", "lr_lambda": 0.1}],
     "clustered_sampling": [{"mu": 0.1, "similarity": "L2"}],
     "divfl": [{"mu": 0.1}],

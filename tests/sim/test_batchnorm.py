@@ -111,3 +111,19 @@ def test_padded_minibatches_and_personal_models_are_refused_with_the_fix():
     momentum_free[1].momentum = None
     with pytest.raises(ValueError, match="momentum=0.1"):
         Engine(momentum_free, tiny_federated())
+
+
+@pytest.mark.parametrize("kind", ["batched", "sequential"])
+def test_gossip_mixes_the_running_statistics_with_the_parameters(kind):
+    """AFGA's gossip X ← W X also mixes each client's BatchNorm running mean and variance (W = J here:
+    afterwards every client holds the average of both)."""
+    engine = _engine(kind)
+    stack = engine.stack(CLIENTS, engine.init_params(), LocalSpec(lr=0.1, batch_size=4, steps=3), seed=0)
+    stack.step()
+    before = stack.result()
+    assert (before.running[0] - before.running[1]).abs().max() > 1e-6
+    average = torch.full((3, 3), 1 / 3, dtype=torch.float64)
+    stack.mix(lambda x: (average @ x.reshape(3, -1)).reshape(x.shape))
+    after = stack.result()
+    torch.testing.assert_close(after.running, before.running.mean(0).expand(3, -1), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(after.params, before.params.mean(0).expand(3, -1), rtol=1e-12, atol=1e-12)

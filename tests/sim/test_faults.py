@@ -15,7 +15,7 @@ from fairfl_core.experiments.store import RunStore
 from fairfl_core.sim.batches import draw_schedule
 from fairfl_core.sim.faults import FaultConfig, completed_steps, draw_faults
 from fairfl_core.sim.local import LocalSpec, masked_mean_loss
-from tests.algorithms.conftest import tiny_sim
+from tests.algorithms.conftest import TINY_PARAMS, tiny_sim
 from tests.experiments.conftest import digits_config
 
 DROPOUT = FaultConfig(rate=0.5, kind="dropout")
@@ -178,7 +178,7 @@ def test_stragglers_upload_their_truncated_models():
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_a_round_where_every_client_fails_changes_nothing_and_is_recorded(name):
     sim = tiny_sim()
-    algo = build_algorithm(name, sim, {})
+    algo = build_algorithm(name, sim, TINY_PARAMS.get(name, {}))
     algo.round(0)
     before = _state(algo)
     sim.fault_config = NOBODY
@@ -195,8 +195,9 @@ def test_a_round_where_every_client_fails_changes_nothing_and_is_recorded(name):
 
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_p0_runs_exactly_as_without_faults(name):
-    plain = build_algorithm(name, tiny_sim(), {})
-    zero = build_algorithm(name, tiny_sim(faults=FaultConfig(rate=0.0, kind="straggler")), {})
+    params = TINY_PARAMS.get(name, {})
+    plain = build_algorithm(name, tiny_sim(), params)
+    zero = build_algorithm(name, tiny_sim(faults=FaultConfig(rate=0.0, kind="straggler")), params)
     for t in range(2):
         a, b = plain.round(t), zero.round(t)
         assert np.array_equal(a.selected, b.selected) and a.diagnostics == b.diagnostics
