@@ -1,0 +1,238 @@
+"""AFGA / CAFGA (Ye, Chen & Shen, "On the Data Heterogeneity in Adaptive Federated Learning", TMLR 2024):
+Tables 1, 4 and 5 and Figures 1, 2 and 6 on CIFAR-10 as experiments; Table 7 is computed from the Setting 1
+runs (``report/afga.py``).
+
+Protocol (§4, App. B.2): a Dirichlet(0.6) "hetero-dir" partition (min 10 samples per client), ConvMixer-256-8
+(kernel 5, patch 2), M clients per round sampled uniformly without replacement, Z = 24 local SGD steps of
+batch 50 without momentum, a uniform average of the uploads, 500 rounds, the test accuracy of the server
+model on the official test set after every round. Settings (§4.4): 1 = N 100, M 5; 2 = N 50, M 5; 3 = N 100,
+M 10; 4 = N 50, M 10; CAFGA uses K = 5 clusters. Learning rates (η_l, η), Table 9 with the AFGA/CAFGA and
+FedAMSGrad columns read as swapped (``docs/readings.md``): FedAvg, SCAFFOLD, FedProx (0.1, 1); FedAdam and
+FedAMSGrad (1, 0.01); AFGA and CAFGA (2, 0.01). FedProx's μ = 0.01 is not given by the paper. FedDyn is not
+implemented (``NOT_IMPLEMENTED``).
+
+CIFAR-10 is not available offline: without its pickle batches every experiment runs on the labelled
+Fashion-MNIST stand-in with the same partition and model structure (1 input channel). The ``quick`` profile
+also shrinks the model to ConvMixer-32-2 with patch 4 (about 1 s per round on 2 CPU cores instead of a
+minute), runs 100 rounds and 1 seed, and evaluates every 5 rounds; "Acc." is then the mean of the last 5
+evaluations and R# is counted at that granularity. Every profile says what it changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from fairfl_core.experiments.papers.fedeba_plus import cifar10_stand_in
+from fairfl_core.experiments.profiles import Experiment, Method, PaperTable, Profile, register_experiment
+
+__all__ = [
+    "AFGA",
+    "CAFGA",
+    "FEDAMSGRAD",
+    "NOT_IMPLEMENTED",
+    "SETTINGS",
+    "TABLE1",
+    "TABLE4",
+    "QUICK",
+    "TARGET",
+    "setting_overrides",
+]
+
+PAPER = "afga"
+TARGET = 78.0  # R# target on CIFAR-10 (Tables 1, 5, 8)
+SETTINGS = {1: (100, 5), 2: (50, 5), 3: (100, 10), 4: (50, 10)}  # (N, M), §4.4
+
+
+def _lr(local: float) -> tuple[str, ...]:
+    return (f"train.lr={local}",)
+
+
+FEDAVG = Method("FedAvg", "fedavg", {"weighting": "uniform"}, "FedAvg", _lr(0.1))
+FEDADAM = Method(
+    "FedAdam", "fedadam", {"server_lr": 0.01, "tau": 1e-8, "initial_accumulator": 0.0}, "FedAdam", _lr(1.0)
+)
+FEDAMSGRAD = Method("FedAMSGrad", "fedamsgrad", {}, "FedAMSGrad", _lr(1.0))
+SCAFFOLD = Method("SCAFFOLD", "scaffold", {}, "SCAFFOLD", _lr(0.1))
+FEDPROX = Method("FedProx (μ=0.01)", "fedprox", {"mu": 0.01, "weighting": "uniform"}, "FedProx", _lr(0.1))
+AFGA = Method("AFGA", "afga", {}, "AFGA", _lr(2.0))
+CAFGA = Method("CAFGA", "cafga", {}, "CAFGA", _lr(2.0))
+TABLE1 = (FEDAVG, FEDADAM, FEDAMSGRAD, SCAFFOLD, FEDPROX, AFGA, CAFGA)
+NOT_IMPLEMENTED = {
+    "FedDyn": "not implemented: FedDyn's per-client linear term h_i and server state are not in fairfl",
+}
+
+# Table 4: the components on FedAMSGrad (Setting 2); "+ Gossip" keeps S_{r,t} = S_r
+TABLE4 = (
+    replace(FEDAMSGRAD, label="FedAMSGrad only", paper_row="FedAMSGrad only"),
+    Method("+ Gossip", "afga", {"resample": False}, "+ Gossip", _lr(2.0)),
+    Method("+ Re-sampling (no gossip)", "afga", {"gossip": False}, None, _lr(2.0)),
+    replace(AFGA, label="+ Gossip + Re-sampling (AFGA)", paper_row="+ Gossip + Re-sampling (AFGA)"),
+    replace(
+        CAFGA,
+        label="+ Gossip + Re-sampling + Clustered (CAFGA)",
+        paper_row="+ Gossip + Re-sampling + Clustered (CAFGA)",
+    ),
+)
+
+
+def setting_overrides(setting: int) -> tuple[str, ...]:
+    n, m = SETTINGS[setting]
+    return (f"data.num_clients={n}", f"train.clients_per_round={m}")
+
+
+def _data() -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """(data overrides, model channels override, description prefix): the real CIFAR-10 or the stand-in."""
+    stand_in = tuple(o for o in cifar10_stand_in() if o.startswith("data."))
+    if not stand_in:
+        return (), ("in_channels: 3",), ""
+    return stand_in, ("in_channels: 1",), "stand-in (no CIFAR-10 here: Fashion-MNIST, same partition), "
+
+
+def _model(channels: tuple[str, ...], size: str = "") -> str:
+    return f"model.options={{num_classes: 10, {', '.join((*channels, *filter(None, [size])))}}}"
+
+
+def profiles(
+    setting: int,
+    quick_methods: tuple[Method, ...] | None = None,
+    smoke_methods: tuple[Method, ...] | None = None,
+) -> dict[str, Profile]:
+    """The three scales of a CIFAR-10 experiment in ``setting``; ``quick_methods`` (None: all) at quick,
+    ``smoke_methods`` (None: the quick ones) at smoke."""
+    data, channels, what = _data()
+    n, m = SETTINGS[setting]
+    base = (*data, *setting_overrides(setting))
+    small = "dim: 32, depth: 2, patch_size: 4"
+    return {
+        "smoke": Profile(
+            f"CI check: {what}ConvMixer-8-1, 10 clients (5 per round), 2 local steps, 2 rounds, 1 seed; not "
+            "comparable to the paper",
+            2,
+            (0,),
+            1,
+            (
+                *base,
+                "data.num_clients=10",
+                "train.clients_per_round=5",
+                "train.local_steps=2",
+                _model(channels, "dim: 8, depth: 1, patch_size: 7"),
+            ),
+            methods=smoke_methods or quick_methods,
+        ),
+        "quick": Profile(
+            f"{what}Setting {setting} (N = {n}, M = {m}), ConvMixer-32-2 with patch 4 instead of "
+            "ConvMixer-256-8, 100 of the 500 rounds, 1 of 3 seeds, evaluated every 5 rounds (Acc. = the mean "
+            "of the last 5 evaluations)",
+            100,
+            (0,),
+            5,
+            (*base, _model(channels, small)),
+            methods=quick_methods,
+        ),
+        "paper": Profile(
+            f"{what}Setting {setting} (N = {n}, M = {m}), ConvMixer-256-8, 500 rounds, 3 seeds, evaluated "
+            "every round",
+            500,
+            (0, 1, 2),
+            1,
+            (*base, _model(channels)),
+        ),
+    }
+
+
+def _register(name: str, description: str, methods, profiles_, table: str | None) -> None:
+    paper = PaperTable(PAPER, table, {"cifar10": "CIFAR-10"}) if table else None
+    register_experiment(
+        Experiment(name, f"AFGA {description}", "afga_cifar10_convmixer.yaml", profiles_, methods, paper)
+    )
+
+
+_register(
+    "afga_table1_s2",
+    "Table 1, CIFAR-10 Setting 2 (N = 50, M = 5): the 7 implemented methods of 8",
+    TABLE1,
+    profiles(2),
+    "Table 1, Setting 2",
+)
+_register(
+    "afga_table1_s1",
+    "Table 1, CIFAR-10 Setting 1 (N = 100, M = 5): the 7 implemented methods of 8 (Table 7 uses these runs)",
+    TABLE1,
+    profiles(1, (FEDAMSGRAD, AFGA, CAFGA)),
+    "Table 1, Setting 1",
+)
+_register(
+    "afga_table4_components",
+    "Table 4, CIFAR-10 Setting 2: FedAMSGrad, + gossip, + re-sampling, AFGA, CAFGA",
+    TABLE4,
+    profiles(2),
+    "Table 4",
+)
+for _setting, _method in ((1, AFGA), (2, AFGA), (3, CAFGA), (4, CAFGA)):
+    _adapted = replace(
+        _method,
+        label=f"{_method.label} (a)",
+        params={**_method.params, "comm_adapted": "selected_ring"},
+        paper_row=f"{_method.paper_row} (a)",
+    )
+    _register(
+        f"afga_table5_s{_setting}",
+        f"Table 5, CIFAR-10 Setting {_setting}: {_method.label} and its communication-adapted variant (only "
+        "the selected clients gossip, over a ring among them)",
+        (_method, _adapted),
+        profiles(_setting),
+        f"Table 5, Setting {_setting}",
+    )
+_RHO = (
+    ("AFGA, ρ=0 (complete)", AFGA, {"topology": "complete"}),
+    ("AFGA, ρ=0.455 (random)", AFGA, {"topology": "random", "rho": 0.455}),
+    ("AFGA, ρ=0.995 (ring)", AFGA, {}),
+    ("CAFGA, ρ=0 (complete)", CAFGA, {"topology": "complete"}),
+    ("CAFGA, ρ=0.335 (unbalanced complete)", CAFGA, {"topology": "unbalanced_complete", "rho": 0.335}),
+    ("CAFGA, ρ=0.766 (random)", CAFGA, {"topology": "random", "rho": 0.766}),
+    ("CAFGA, ρ=0.873 (ring)", CAFGA, {}),
+)
+FIGURE1 = tuple(replace(m, label=label, params={**m.params, **p}, paper_row=None) for label, m, p in _RHO)
+_register(
+    "afga_fig1_topology",
+    "Fig. 1, CIFAR-10 Setting 2: AFGA and CAFGA over gossip graphs of decreasing spectral gap ρ",
+    FIGURE1,
+    profiles(
+        2,
+        tuple(m for m in FIGURE1 if "random" not in m.label),
+        # smoke's clusters of 2 clients: only the complete graph and the ring exist there
+        tuple(m for m in FIGURE1 if "(complete)" in m.label or "(ring)" in m.label),
+    ),
+    None,
+)
+FIGURE2 = tuple(
+    replace(m, label=f"{m.label}, {what}", paper_row=None, overrides=(*m.overrides, *o))
+    for m in (AFGA, CAFGA)
+    for what, o in (
+        ("α=0.3", ("data.partition_options={alpha: 0.3, min_size: 10}",)),
+        ("α=0.6", ()),
+        ("IID", ("data.partition=iid", "data.partition_options={}")),
+    )
+)
+_register(
+    "afga_fig2_heterogeneity",
+    "Fig. 2, CIFAR-10 Setting 2: AFGA and CAFGA under Dirichlet α = 0.3, 0.6 and IID partitions",
+    FIGURE2,
+    profiles(2, tuple(m for m in FIGURE2 if m.label.startswith("CAFGA"))),
+    None,
+)
+FIGURE6 = tuple(
+    replace(
+        CAFGA, label=f"CAFGA, Z={z}", paper_row=None, overrides=(*CAFGA.overrides, f"train.local_steps={z}")
+    )
+    for z in (12, 24, 48)
+)
+# what the notebook runs at each profile: at quick, Setting 2's tables and Fig. 1 (2 CPU cores)
+QUICK = ("afga_table1_s2", "afga_table4_components", "afga_table5_s2", "afga_fig1_topology")
+_register(
+    "afga_fig6_local_steps",
+    "Fig. 6, CIFAR-10 Setting 2: CAFGA with Z = 12, 24 and 48 local iterations",
+    FIGURE6,
+    profiles(2, FIGURE6[:2]),
+    None,
+)
