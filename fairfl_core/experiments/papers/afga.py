@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from fairfl_core.data.sources import data_root
 from fairfl_core.experiments.papers.fedeba_plus import cifar10_stand_in
 from fairfl_core.experiments.profiles import Experiment, Method, PaperTable, Profile, register_experiment
 
@@ -34,12 +35,25 @@ __all__ = [
     "TABLE1",
     "TABLE4",
     "QUICK",
+    "ALL",
+    "NO_CIFAR100",
+    "TABLE8_NOT_IMPLEMENTED",
     "TARGET",
+    "cifar100_present",
+    "planned",
+    "target",
     "setting_overrides",
 ]
 
 PAPER = "afga"
 TARGET = 78.0  # R# target on CIFAR-10 (Tables 1, 5, 8)
+
+
+def target(experiment: str) -> float:
+    """R#'s target accuracy of an experiment: 52 % on CIFAR-100 and Shakespeare (Tables 2, 3), else 78 %."""
+    return 52.0 if experiment.startswith(("afga_table2", "afga_table3")) else TARGET
+
+
 SETTINGS = {1: (100, 5), 2: (50, 5), 3: (100, 10), 4: (50, 10)}  # (N, M), §4.4
 
 
@@ -47,16 +61,27 @@ def _lr(local: float) -> tuple[str, ...]:
     return (f"train.lr={local}",)
 
 
-FEDAVG = Method("FedAvg", "fedavg", {"weighting": "uniform"}, "FedAvg", _lr(0.1))
-FEDADAM = Method(
-    "FedAdam", "fedadam", {"server_lr": 0.01, "tau": 1e-8, "initial_accumulator": 0.0}, "FedAdam", _lr(1.0)
-)
-FEDAMSGRAD = Method("FedAMSGrad", "fedamsgrad", {}, "FedAMSGrad", _lr(1.0))
-SCAFFOLD = Method("SCAFFOLD", "scaffold", {}, "SCAFFOLD", _lr(0.1))
-FEDPROX = Method("FedProx (μ=0.01)", "fedprox", {"mu": 0.01, "weighting": "uniform"}, "FedProx", _lr(0.1))
-AFGA = Method("AFGA", "afga", {}, "AFGA", _lr(2.0))
-CAFGA = Method("CAFGA", "cafga", {}, "CAFGA", _lr(2.0))
-TABLE1 = (FEDAVG, FEDADAM, FEDAMSGRAD, SCAFFOLD, FEDPROX, AFGA, CAFGA)
+def table1_methods(afga_lr: float, fedavg_lr: float = 0.1) -> tuple[Method, ...]:
+    """The 7 implemented methods of Tables 1–3 and 6 with Table 9's local learning rates (η_l)."""
+    return (
+        Method("FedAvg", "fedavg", {"weighting": "uniform"}, "FedAvg", _lr(fedavg_lr)),
+        Method(
+            "FedAdam",
+            "fedadam",
+            {"server_lr": 0.01, "tau": 1e-8, "initial_accumulator": 0.0},
+            "FedAdam",
+            _lr(1.0),
+        ),
+        Method("FedAMSGrad", "fedamsgrad", {}, "FedAMSGrad", _lr(1.0)),
+        Method("SCAFFOLD", "scaffold", {}, "SCAFFOLD", _lr(0.1)),
+        Method("FedProx (μ=0.01)", "fedprox", {"mu": 0.01, "weighting": "uniform"}, "FedProx", _lr(0.1)),
+        Method("AFGA", "afga", {}, "AFGA", _lr(afga_lr)),
+        Method("CAFGA", "cafga", {}, "CAFGA", _lr(afga_lr)),
+    )
+
+
+TABLE1 = table1_methods(2.0)  # CIFAR-10
+FEDAVG, FEDADAM, FEDAMSGRAD, SCAFFOLD, FEDPROX, AFGA, CAFGA = TABLE1
 NOT_IMPLEMENTED = {
     "FedDyn": "not implemented: FedDyn's per-client linear term h_i and server state are not in fairfl",
 }
@@ -140,11 +165,18 @@ def profiles(
     }
 
 
-def _register(name: str, description: str, methods, profiles_, table: str | None) -> None:
-    paper = PaperTable(PAPER, table, {"cifar10": "CIFAR-10"}) if table else None
-    register_experiment(
-        Experiment(name, f"AFGA {description}", "afga_cifar10_convmixer.yaml", profiles_, methods, paper)
-    )
+def _register(
+    name: str,
+    description: str,
+    methods,
+    profiles_,
+    table: str | None,
+    config: str = "afga_cifar10_convmixer.yaml",
+    datasets=None,
+) -> None:
+    datasets = datasets or {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}
+    paper = PaperTable(PAPER, table, datasets) if table else None
+    register_experiment(Experiment(name, f"AFGA {description}", config, profiles_, methods, paper))
 
 
 _register(
@@ -183,6 +215,121 @@ for _setting, _method in ((1, AFGA), (2, AFGA), (3, CAFGA), (4, CAFGA)):
         profiles(_setting),
         f"Table 5, Setting {_setting}",
     )
+
+
+# -- Tables 2, 3, 6 and 8: CIFAR-100, Shakespeare, ResNet-18, decentralised methods --------------------------
+def cifar100_present() -> bool:
+    folder = data_root() / "cifar-100-python"
+    return all((folder / f).is_file() for f in ("train", "test"))
+
+
+NO_CIFAR100 = (
+    "not run: CIFAR-100 is not available here and no real 100-class image set can stand in for it; the "
+    "experiment runs when cifar-100-python/ is under the data root"
+)
+
+
+def _scaled(
+    setting: int,
+    what: str,
+    smoke: tuple[str, ...],
+    quick: tuple[str, ...],
+    quick_note: str,
+    paper,
+    smoke_methods: tuple[Method, ...] | None = None,
+):
+    """Profiles of the other tables: ``smoke`` / ``quick`` / ``paper`` overrides after the setting's."""
+    n, m = SETTINGS[setting]
+    base = setting_overrides(setting)
+    shown = "" if smoke_methods is None else f", only {', '.join(x.label for x in smoke_methods)}"
+    return {
+        "smoke": Profile(
+            f"CI check: {what}10 clients (5 per round), 2 local steps, 2 rounds, 1 seed, tiny model{shown}",
+            2,
+            (0,),
+            1,
+            (*base, "data.num_clients=10", "train.clients_per_round=5", "train.local_steps=2", *smoke),
+            methods=smoke_methods,
+        ),
+        "quick": Profile(
+            f"{what}Setting {setting} (N = {n}, M = {m}), {quick_note}", 50, (0,), 5, (*base, *quick)
+        ),
+        "paper": Profile(
+            f"{what}Setting {setting} (N = {n}, M = {m}), the paper's protocol, 3 seeds",
+            paper[0],
+            (0, 1, 2),
+            1,
+            (*base, *paper[1]),
+        ),
+    }
+
+
+CIFAR100 = ("data.name=cifar100", "model.options={num_classes: 100}")
+SHAKESPEARE_SMOKE = ("model.options={hidden_size: 16, embed_dim: 8}", "data.loader_options={seq_len: 10}")
+SHAKESPEARE_QUICK = ("model.options={hidden_size: 64, embed_dim: 8}", "train.local_steps=20")
+for _setting in (1, 2):
+    _register(
+        f"afga_table2_s{_setting}",
+        f"Table 2, CIFAR-100 Setting {_setting}: the 7 implemented methods of 8, ConvMixer-256-8 with 100 "
+        "classes, 600 rounds (runs only with the real CIFAR-100)",
+        table1_methods(1.0),
+        _scaled(
+            _setting,
+            "",
+            (*CIFAR100[:1], "model.options={num_classes: 100, dim: 8, depth: 1, patch_size: 8}"),
+            (*CIFAR100[:1], "model.options={num_classes: 100, dim: 32, depth: 2, patch_size: 4}"),
+            "ConvMixer-32-2 with patch 4, 50 of the 600 rounds, 1 seed",
+            (600, CIFAR100),
+        ),
+        f"Table 2, Setting {_setting}",
+    )
+    _register(
+        f"afga_table3_s{_setting}",
+        f"Table 3, Shakespeare Setting {_setting}: the 7 implemented methods of 8, role clients, LSTM-256, "
+        "Z = 100",
+        table1_methods(10.0, fedavg_lr=1.0),
+        _scaled(
+            _setting,
+            "",
+            SHAKESPEARE_SMOKE,
+            SHAKESPEARE_QUICK,
+            "LSTM-64 with an 8-dimensional embedding instead of LSTM-256/80, Z = 20 instead of 100, 50 of "
+            "the 500 rounds, 1 seed",
+            (500, ()),
+            tuple(m for m in table1_methods(10.0, fedavg_lr=1.0) if m.label in ("FedAMSGrad", "AFGA")),
+        ),
+        f"Table 3, Setting {_setting}",
+        config="afga_shakespeare_lstm.yaml",
+        datasets={"shakespeare": "Shakespeare"},
+    )
+_RESNET = "model.name=resnet18"
+_register(
+    "afga_table6_resnet18",
+    "Table 6, CIFAR-10 Setting 2 with ResNet-18 (BatchNorm): the 7 implemented methods of 8",
+    TABLE1,
+    _scaled(
+        2,
+        _data()[2],
+        (*_data()[0], _RESNET, f"model.options={{num_classes: 10, {_data()[1][0]}, norm: batch}}"),
+        (*_data()[0], _RESNET, f"model.options={{num_classes: 10, {_data()[1][0]}, norm: batch}}"),
+        "ResNet-18, 50 of the 500 rounds, 1 seed",
+        (500, (*_data()[0], _RESNET, f"model.options={{num_classes: 10, {_data()[1][0]}, norm: batch}}")),
+    ),
+    "Table 6",
+)
+TABLE8_NOT_IMPLEMENTED = {
+    row: "not implemented: the decentralised baselines keep a model per client across rounds with no "
+    "server (and DAdam per-client Adam moments), which fairfl's algorithms do not simulate"
+    for row in ("DSGD", "DAdam", "PGA")
+}
+_register(
+    "afga_table8_decentralised",
+    "Table 8, CIFAR-10 Setting 2: AFGA and CAFGA beside the decentralised baselines (not implemented)",
+    (replace(AFGA, paper_row="AFGA"), replace(CAFGA, paper_row="CAFGA")),
+    profiles(2),
+    "Table 8",
+)
+
 _RHO = (
     ("AFGA, ρ=0 (complete)", AFGA, {"topology": "complete"}),
     ("AFGA, ρ=0.455 (random)", AFGA, {"topology": "random", "rho": 0.455}),
@@ -228,7 +375,13 @@ FIGURE6 = tuple(
     for z in (12, 24, 48)
 )
 # what the notebook runs at each profile: at quick, Setting 2's tables and Fig. 1 (2 CPU cores)
-QUICK = ("afga_table1_s2", "afga_table4_components", "afga_table5_s2", "afga_fig1_topology")
+QUICK = (
+    "afga_table1_s2",
+    "afga_table4_components",
+    "afga_table5_s2",
+    "afga_table8_decentralised",
+    "afga_fig1_topology",
+)
 _register(
     "afga_fig6_local_steps",
     "Fig. 6, CIFAR-10 Setting 2: CAFGA with Z = 12, 24 and 48 local iterations",
@@ -236,3 +389,36 @@ _register(
     profiles(2, FIGURE6[:2]),
     None,
 )
+
+ALL = (
+    "afga_table1_s2",
+    "afga_table1_s1",
+    "afga_table2_s1",
+    "afga_table2_s2",
+    "afga_table3_s1",
+    "afga_table3_s2",
+    "afga_table4_components",
+    *(f"afga_table5_s{s}" for s in (1, 2, 3, 4)),
+    "afga_table6_resnet18",
+    "afga_table8_decentralised",
+    "afga_fig1_topology",
+    "afga_fig2_heterogeneity",
+    "afga_fig6_local_steps",
+)
+
+
+def planned(profile: str) -> tuple[list[str], dict[str, str]]:
+    """The experiments the notebook runs at ``profile`` and, for the others, why not: at quick, Setting 2's
+    CIFAR-10 tables and Fig. 1 (2 CPU cores); ResNet-18's evaluation is too slow on a CPU for smoke; Table 2
+    needs the real CIFAR-100."""
+    skipped = {}
+    for name in ALL:
+        if name.startswith("afga_table2") and not cifar100_present():
+            skipped[name] = NO_CIFAR100
+        elif profile == "quick" and name not in QUICK:
+            skipped[name] = "not run at quick (2 CPU cores): run at paper"
+        elif profile == "smoke" and name == "afga_table6_resnet18":
+            skipped[name] = (
+                "not run at smoke: ResNet-18 evaluations take minutes on a CPU; run at quick or paper"
+            )
+    return [n for n in ALL if n not in skipped], skipped
