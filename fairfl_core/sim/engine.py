@@ -152,10 +152,13 @@ class Engine:
         spec: LocalSpec,
         seed: int,
         work: np.ndarray | None = None,
+        running: torch.Tensor | None = None,
     ) -> ClientStack:
         """The clients' local-training state at ``start``, to be advanced step by step (``stack.py``): the
-        same minibatch streams as ``train`` with the same arguments."""
-        return self.trainer.stack(start, spec, self.schedule(clients, spec, seed, work), self.running)
+        same minibatch streams as ``train`` with the same arguments. ``running``: each client's own BatchNorm
+        running statistics ``[K, Q]`` (default: every client starts from the global ones)."""
+        running = self.running if running is None else running
+        return self.trainer.stack(start, spec, self.schedule(clients, spec, seed, work), running)
 
     def schedule(self, clients: np.ndarray, spec: LocalSpec, seed: int, work: np.ndarray | None = None):
         """The clients' minibatch streams for one round (``batches.py``), truncated for stragglers."""

@@ -119,7 +119,7 @@ class BatchedTrainer:
         running: torch.Tensor | None = None,
     ) -> ClientStack:
         """The K clients of ``schedule`` at ``start`` (``[P]`` shared or ``[K, P]``), with running statistics
-        ``running`` (``[Q]``; None without BatchNorm), ready to step."""
+        ``running`` (``[Q]`` shared or ``[K, Q]``; None without BatchNorm), ready to step."""
         return BatchedStack(self, start, spec, schedule, running)
 
     def train(
@@ -180,9 +180,11 @@ class ClientStack:
         self.running = {}  # each client's BatchNorm running statistics, {name: [K, ...]}
         if running is not None:
             check_full_batches(schedule)
-            stats = trainer.stats_space.unflatten(running)
+            stats = trainer.stats_space.unflatten(running)  # [Q] shared or [K, Q] per client
             self.running = {
-                n: t.expand(k, *t.shape).clone(memory_format=torch.contiguous_format)
+                n: (t if running.dim() == 2 else t.expand(k, *t.shape)).clone(
+                    memory_format=torch.contiguous_format
+                )
                 for n, t in stats.items()
             }
         self.terms = [term.bind(trainer.space, self.ws) for term in spec.step_terms()]

@@ -127,3 +127,17 @@ def test_gossip_mixes_the_running_statistics_with_the_parameters(kind):
     after = stack.result()
     torch.testing.assert_close(after.running, before.running.mean(0).expand(3, -1), rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(after.params, before.params.mean(0).expand(3, -1), rtol=1e-12, atol=1e-12)
+
+
+def test_a_stack_can_start_from_each_clients_own_running_statistics():
+    """Decentralised methods keep every client's running statistics across rounds: a stack started from
+    per-client statistics ``[K, Q]`` holds them row by row."""
+    engine = _engine()
+    own = engine.running.expand(3, -1) + torch.arange(3, dtype=torch.float64)[:, None]
+    spec = LocalSpec(lr=0.1, batch_size=4, steps=3)
+    stack = engine.stack(CLIENTS, engine.init_params(), spec, seed=0, running=own)
+    torch.testing.assert_close(stack.result().running, own, rtol=0, atol=0)
+    stack.step()
+    shared = engine.stack(CLIENTS, engine.init_params(), spec, seed=0)
+    shared.step()
+    assert not torch.allclose(stack.result().running, shared.result().running)
