@@ -122,6 +122,7 @@ def test_active_ring_gossips_only_among_the_active_clients():
         ({"comm_adapted": "everyone"}, {}, "comm_adapted must be"),
         ({"tau": 0.0}, {}, "tau"),
         ({}, {"clients_per_round": 7}, "exceeds num_clients"),
+        ({}, {"local_steps": 0}, "local_steps"),
     ],
 )
 def test_bad_settings_are_refused_with_the_field(params, train, match):
