@@ -65,12 +65,18 @@ class DivFL(FedProx):
 
     def choose(self, t: int) -> np.ndarray:
         """The m clients maximising the facility-location objective over the gradient distances."""
-        objective = self.objective(t, self.distances())
+        return self.maximize(t, self.objective(t, self.distances()))
+
+    def maximize(self, t: int, objective: FacilityLocation) -> np.ndarray:
+        """``greedy``'s maximiser of ``objective`` under |S| ≤ m, in greedy order."""
         m = self.sim.train.clients_per_round
         if self.hp.greedy == "stochastic":
-            pool = stochastic_pool_size(self.sim.num_clients, m, self.hp.subsample)
-            return stochastic_greedy(objective, m, self.sim.rng(t, "select"), pool)
+            return stochastic_greedy(objective, m, self.sim.rng(t, "select"), self.pool_size())
         return (lazy_greedy if self.hp.greedy == "lazy" else greedy)(objective, m)
+
+    def pool_size(self) -> int:
+        """r, the stochastic greedy's candidates per step: max(m, ⌊subsample · N⌋)."""
+        return stochastic_pool_size(self.sim.num_clients, self.sim.train.clients_per_round, self.hp.subsample)
 
     def objective(self, t: int, dist: np.ndarray) -> FacilityLocation:
         """The set function maximised this round (SubTrunc / UnionFL add their terms here)."""

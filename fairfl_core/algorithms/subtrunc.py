@@ -1,0 +1,115 @@
+"""SubTrunc (Castillo J., Kaya, Ye, Hashemi, "Submodular Maximization Approaches for Equitable Client
+Selection in Federated Learning", arXiv 2408.13683, eqs. 11–13, Algorithm 1): DivFL's selection with a
+truncated reward for high-loss clients,
+
+    W(S) = G(S) + λ · min(b, Σ_{i∈S} φ(f_i(w)))          (``selection/submodular.py``)
+
+maximised by stochastic greedy with r candidates per step (eq. 17), then FedAvg's local SGD and an unweighted
+average (Algorithm 1). λ = 0 is DivFL with the same settings.
+
+Readings (the paper is silent; ``docs/readings.md``): the gradients in G are every client's full-batch
+gradient at the current model, recomputed each round (``grad_mode="fresh"``; ``"stale"`` is the DivFL
+reference's cache); f_i(w) is the current model's mean cross-entropy on client i's training set, recomputed
+each round (``loss_mode="fresh"``; ``"stale"``: the loss each client last reported, at the model it
+received); G's distances enter raw (``distance_scale="none"``; ``"mean"`` divides them by their mean).
+Per round the server computes N losses and N gradients (one batched pass each through the engine) and the
+N × N distances.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fairfl_core.algorithms.base import Plan, Update, Uploads, register
+from fairfl_core.algorithms.divfl import DivFL, DivFLHyper
+from fairfl_core.algorithms.server_plugins import remember_rows
+from fairfl_core.selection.facility_location import FacilityLocation
+from fairfl_core.selection.submodular import PHI, subtrunc_objective
+
+__all__ = ["SelectionHyper", "SubTrunc", "SubTruncHyper"]
+
+LOSS_MODES = ("fresh", "stale")
+DISTANCE_SCALES = ("none", "mean")
+
+
+@dataclass
+class SelectionHyper(DivFLHyper):
+    """The SubTrunc paper's defaults for DivFL's fields (stochastic greedy, fresh gradients, an unweighted
+    average), ``pool_size`` r (None: DivFL's max(κ, ⌊subsample · N⌋), 10 for N = 100) and the scale of G."""
+
+    greedy: str = "stochastic"
+    grad_mode: str = "fresh"
+    weighting: str = "uniform"
+    pool_size: int | None = None
+    distance_scale: str = "none"
+
+    def check(self):
+        if self.pool_size is not None and not self.pool_size >= 1:
+            raise ValueError(f"pool_size (r) must be an integer ≥ 1, got {self.pool_size}; the paper uses 10")
+        if self.distance_scale not in DISTANCE_SCALES:
+            raise ValueError(f"distance_scale must be one of {DISTANCE_SCALES}, got {self.distance_scale!r}")
+
+
+@dataclass
+class SubTruncHyper(SelectionHyper):
+    """``lam`` λ ≥ 0 (Table I: 0.95 MNIST, 0.50 CIFAR-10), ``budget`` b > 0 (1.10), ``phi`` φ
+    (``"log1p"`` = ln(1 + x) or ``"identity"``), ``loss_mode`` (module docstring)."""
+
+    lam: float = 0.95
+    budget: float = 1.10
+    phi: str = "log1p"
+    loss_mode: str = "fresh"
+
+    def check(self):
+        if not self.lam >= 0:
+            raise ValueError(f"lam (λ) must be ≥ 0 (0 is DivFL), got {self.lam}")
+        if not self.budget > 0:
+            raise ValueError(f"budget (b) must be > 0 (the paper uses 1.10), got {self.budget}")
+        if self.phi not in PHI:
+            raise ValueError(f"phi must be one of {tuple(PHI)}, got {self.phi!r}")
+        if self.loss_mode not in LOSS_MODES:
+            raise ValueError(f"loss_mode must be one of {LOSS_MODES}, got {self.loss_mode!r}")
+
+
+class SubmodularSelection(DivFL):
+    """DivFL with the SubTrunc paper's pool size r and distance scale; SubTrunc and UnionFL add their term."""
+
+    def __init__(self, sim, hp):
+        super().__init__(sim, hp)
+        if hp.pool_size is not None and hp.pool_size > sim.num_clients:
+            raise ValueError(
+                f"pool_size (r) = {hp.pool_size} exceeds the {sim.num_clients} clients; use r ≤ N (paper: 10)"
+            )
+
+    def pool_size(self) -> int:
+        return super().pool_size() if self.hp.pool_size is None else self.hp.pool_size
+
+
+@register("subtrunc")
+class SubTrunc(SubmodularSelection):
+    Hyper = SubTruncHyper
+
+    def __init__(self, sim, hp):
+        super().__init__(sim, hp)
+        if hp.loss_mode == "stale":
+            self.state["losses"] = self.client_losses()
+
+    def client_losses(self, clients: np.ndarray | None = None) -> np.ndarray:
+        """f_i(w): the current model's mean training loss of each client (all of them by default)."""
+        return self.sim.engine.losses(self.w, clients, "train")[0].cpu().double().numpy()
+
+    def objective(self, t: int, dist: np.ndarray) -> FacilityLocation:
+        losses = self.state["losses"] if self.hp.loss_mode == "stale" else self.client_losses()
+        hp = self.hp
+        return subtrunc_objective(
+            dist, losses, lam=hp.lam, budget=hp.budget, phi=hp.phi, distance_scale=hp.distance_scale
+        )
+
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        """DivFL's step; with stale losses, the uploading clients report their loss at the model received."""
+        if self.hp.loss_mode == "stale":
+            fresh = self.client_losses(uploads.clients)
+            self.state["losses"] = remember_rows(self.state["losses"], uploads.clients, fresh)
+        return super().aggregate(t, plan, uploads)

@@ -1,0 +1,72 @@
+"""UnionFL (Castillo J., Kaya, Ye, Hashemi, arXiv 2408.13683, eq. 14, Prop. 4, Algorithm 1): DivFL's
+selection penalised for clients chosen in the last ``window`` rounds,
+
+    h_t(S) = G(S) − μ · |U_t ∩ S|,        U_t = S_{t−window} ∪ … ∪ S_{t−1}     (``selection/submodular.py``)
+
+maximised by stochastic greedy with r candidates per step, then FedAvg's local SGD and an unweighted average.
+μ = 0 is DivFL with the same settings.
+
+Readings (``docs/readings.md``): before round ``window`` U_t is the union of the rounds that exist; h_t is
+not monotone, and Algorithm 1 selects κ clients, so ``nonmonotone="fill"`` always takes κ (``"stop"`` ends
+the greedy before the first pick that lowers h_t); gradients and distances as SubTrunc's. The selections of
+the last ``window`` rounds live in the checkpointed state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fairfl_core.algorithms.base import Plan, Update, Uploads, register
+from fairfl_core.algorithms.subtrunc import SelectionHyper, SubmodularSelection
+from fairfl_core.selection.facility_location import FacilityLocation
+from fairfl_core.selection.submodular import NONMONOTONE, stop_before_loss, unionfl_objective
+
+__all__ = ["UnionFL", "UnionFLHyper"]
+
+
+@dataclass
+class UnionFLHyper(SelectionHyper):
+    """``mu`` μ ≥ 0 per recently selected client (paper: 1), ``window`` rounds of look-back (5; Table III:
+    2, 5, 10), ``nonmonotone`` ``"fill"`` | ``"stop"``."""
+
+    mu: float = 1.0
+    window: int = 5
+    nonmonotone: str = "fill"
+
+    def check(self):
+        if not self.mu >= 0:
+            raise ValueError(f"mu (μ) must be ≥ 0 (0 is DivFL), got {self.mu}")
+        if isinstance(self.window, bool) or int(self.window) != self.window or self.window < 1:
+            raise ValueError(
+                f"window (UnionFL's look-back, in rounds) must be an integer ≥ 1, got {self.window}"
+            )
+        if self.nonmonotone not in NONMONOTONE:
+            raise ValueError(f"nonmonotone must be one of {NONMONOTONE}, got {self.nonmonotone!r}")
+
+
+@register("unionfl")
+class UnionFL(SubmodularSelection):
+    Hyper = UnionFLHyper
+
+    def __init__(self, sim, hp):
+        super().__init__(sim, hp)
+        # the last ``window`` selections, oldest first, padded with −1 (a "stop" round may pick fewer)
+        self.state["history"] = np.full((0, sim.train.clients_per_round), -1, dtype=np.int64)
+
+    def objective(self, t: int, dist: np.ndarray) -> FacilityLocation:
+        history = [row[row >= 0] for row in self.state["history"]]
+        hp = self.hp
+        return unionfl_objective(dist, history, mu=hp.mu, window=hp.window, distance_scale=hp.distance_scale)
+
+    def maximize(self, t: int, objective: FacilityLocation) -> np.ndarray:
+        chosen = super().maximize(t, objective)
+        return stop_before_loss(objective, chosen) if self.hp.nonmonotone == "stop" else chosen
+
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        """DivFL's step; the round's selection joins the window (not when nothing arrives)."""
+        row = np.full((1, self.sim.train.clients_per_round), -1, dtype=np.int64)
+        row[0, : len(plan.clients)] = plan.clients
+        self.state["history"] = np.concatenate([self.state["history"], row])[-self.hp.window :]
+        return super().aggregate(t, plan, uploads)
