@@ -36,9 +36,17 @@ def tiny_federated(num_clients: int = 6, sizes=None, num_classes: int = 4, seed:
     )
 
 
+class TinyMLP(nn.Sequential):
+    """A plain ``nn.Sequential`` MLP with the models' ``features`` (the input of its last layer), so that
+    algorithms needing penultimate activations (Equitable-FL) run on the tiny fixtures too."""
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        return self[:-1](x)
+
+
 def tiny_model(num_classes: int = 4, seed: int = 0) -> nn.Module:
     torch.manual_seed(seed)
-    return nn.Sequential(nn.Flatten(), nn.Linear(16, 12), nn.ReLU(), nn.Linear(12, num_classes))
+    return TinyMLP(nn.Flatten(), nn.Linear(16, 12), nn.ReLU(), nn.Linear(12, num_classes))
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 from fairfl_core.selection.activation_clustering import (
     ClusterWeights,
-    activation_vector,
+    activation_statistic,
     cluster_weights,
     equitable_weights,
 )
@@ -11,7 +11,7 @@ from fairfl_core.selection.submodular import maximize, subtrunc_objective, union
 
 __all__ = [
     "ClusterWeights",
-    "activation_vector",
+    "activation_statistic",
     "cluster_weights",
     "equitable_weights",
     "sample_clients",

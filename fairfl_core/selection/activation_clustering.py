@@ -2,12 +2,15 @@
 activations to the equitable aggregation weights. Pure functions; the server side works in float64 numpy.
 
 1. **Activation vector** (Definition 1, Fig. 1): a = Psi(phi(z)) = log_softmax(h) over the feature dimension,
-   h being the post-ReLU output of the penultimate ("activation") layer. The paper does not say how the
-   per-sample vectors become one per client. Default reading (``reduction="last_epoch_mean"``): the mean of
-   log_softmax(h) over every sample of the client's last (E-th) local epoch, taken during training with the
-   model as it evolves. ``"last_batch_mean"`` keeps only the last minibatch; ``"post_train_mean"`` is the
-   mean over the whole local training set re-evaluated with the final local model in eval mode (the caller
-   collects those activations). The vector is detached: it takes no part in gradients.
+   h being the post-ReLU output of the penultimate ("activation") layer (``model.features``). The paper does
+   not say how the per-sample vectors become one per client. Default reading (``reduction=
+   "last_epoch_mean"``): the mean of log_softmax(h) over every sample of the client's last (E-th) local
+   epoch, taken during training with the model as it evolves (the engine's ``ActivationMean`` statistic,
+   ``LocalSpec.statistics``). ``"last_batch_mean"`` keeps only the last minibatch
+   (``LastBatchActivationMean``); ``"post_train_mean"`` is the mean over the whole local training set
+   re-evaluated with the final local model in eval mode (``Engine.features(..., transform="log_softmax")``).
+   The vector is detached: it takes no part in gradients. ``activation_statistic`` maps a reduction to its
+   statistic.
 2. **Similarity** (line 15): S = A A^T, the Gram matrix of the r participants' vectors (rows of A in the
    round's participant order). ``similarity="cosine"`` uses cosine similarities instead.
 3. **getprobs** (lines 17-18): spectral clustering as printed, i.e. the eigenvectors of S itself (no
@@ -46,18 +49,19 @@ import torch
 from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 
+from fairfl_core.sim.statistics import ActivationMean
+
 __all__ = [
     "REDUCTIONS",
     "SIMILARITIES",
     "SPECTRAL_VARIANTS",
     "ClusterWeights",
-    "activation_sums",
-    "activation_vector",
+    "LastBatchActivationMean",
+    "activation_statistic",
     "check_reduction",
     "cluster_weights",
     "equitable_weights",
     "kmeans_labels",
-    "reduce_activation_steps",
     "similarity_matrix",
     "spectral_embedding",
 ]
@@ -72,7 +76,7 @@ SPECTRAL_VARIANTS = ("literal", "row_normalised", "normalised_laplacian")
 
 
 # --------------------------------------------------------------------------------------------------------
-# client side: the activation vector
+# client side: which statistic the clients accumulate (sim/statistics.py)
 # --------------------------------------------------------------------------------------------------------
 
 
@@ -85,70 +89,24 @@ def check_reduction(reduction: str) -> str:
     return reduction
 
 
-def activation_sums(h: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sum over samples of log_softmax(h) and the number of samples summed, in float64, detached.
+@dataclass(frozen=True)
+class LastBatchActivationMean(ActivationMean):
+    """``ActivationMean`` over each client's last completed local step only (``"last_batch_mean"``)."""
 
-    ``h`` is ``[..., n, D]``: penultimate activations of n samples, e.g. ``[K, B, D]`` for a minibatch of
-    K clients. ``mask`` ``[..., n]`` (1 for a real sample, 0 for padding) excludes padded samples, whatever
-    their values. Returns sums ``[..., D]`` and counts ``[...]``; pooled over a client's steps they give its
-    mean exactly (``reduce_activation_steps``).
-    """
-    if not isinstance(h, torch.Tensor) or h.dim() < 2:
-        raise ValueError(
-            f"h must be a tensor of penultimate activations [n, D] or [K, n, D]; got {getattr(h, 'shape', h)}"
-        )
-    log_probs = torch.log_softmax(h.detach().to(torch.float64), dim=-1)
-    if mask is None:
-        mask = torch.ones(h.shape[:-1], device=h.device)
-    if tuple(mask.shape) != tuple(h.shape[:-1]):
-        raise ValueError(
-            f"mask must have shape {tuple(h.shape[:-1])} (h's shape without its feature dimension); "
-            f"got {tuple(mask.shape)}"
-        )
-    keep = mask.detach().to(device=h.device) > 0
-    sums = torch.where(keep[..., None], log_probs, torch.zeros((), dtype=torch.float64, device=h.device))
-    return sums.sum(-2), keep.to(torch.float64).sum(-1)
+    def start(self, schedule):
+        acc = super().start(schedule)
+        acc["first"] = np.maximum(schedule.active.sum(axis=1) - 1, 0)
+        return acc
 
 
-def _mean(sums: torch.Tensor, counts: torch.Tensor, name: str) -> torch.Tensor:
-    if bool((counts <= 0).any()):
-        empty = torch.nonzero(counts.reshape(-1) <= 0).flatten().tolist()
-        raise ValueError(
-            f"{name} has no unmasked sample for client(s) at {empty[:5]}; every client needs at least one "
-            "sample"
-        )
-    return sums / counts[..., None]
-
-
-def activation_vector(h: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """a = mean over samples of log_softmax(h) (Definition 1 with the mean reduction): ``[n, D]`` -> ``[D]``,
-    batched ``[K, n, D]`` with ``mask`` ``[K, n]`` -> ``[K, D]`` (float64, detached)."""
-    sums, counts = activation_sums(h, mask)
-    return _mean(sums, counts, "mask")
-
-
-def reduce_activation_steps(
-    sums: torch.Tensor, counts: torch.Tensor, reduction: str = "last_epoch_mean"
-) -> torch.Tensor:
-    """The activation vector from per-step ``activation_sums``, stacked in step order: ``sums [S, ..., D]``,
-    ``counts [S, ...]`` -> ``[..., D]``.
-
-    ``"last_epoch_mean"`` and ``"post_train_mean"`` (steps = the last epoch's minibatches, or the evaluation
-    chunks of the final model) pool every step; ``"last_batch_mean"`` keeps, per client, its last step with
-    at least one sample.
-    """
+def activation_statistic(reduction: str = "last_epoch_mean") -> ActivationMean | None:
+    """The ``LocalSpec.statistics`` entry that yields the activation vectors of ``reduction`` (its name is
+    ``"activation"``), or None for ``"post_train_mean"``, which the server computes after training with
+    ``Engine.features(params, clients, transform="log_softmax")``."""
     check_reduction(reduction)
-    if sums.dim() < 2 or tuple(counts.shape) != tuple(sums.shape[:-1]):
-        raise ValueError(
-            f"sums must be [S, ..., D] and counts [S, ...] (one entry per step); got {tuple(sums.shape)} and "
-            f"{tuple(counts.shape)}"
-        )
-    if reduction != "last_batch_mean":
-        return _mean(sums.sum(0), counts.sum(0), "counts")
-    steps = torch.arange(counts.shape[0], device=counts.device).view(-1, *([1] * (counts.dim() - 1)))
-    last = torch.where(counts > 0, steps, 0).amax(0)  # [...]: each client's last step with samples
-    s = torch.gather(sums, 0, last[None, ..., None].expand(1, *sums.shape[1:]))[0]
-    return _mean(s, torch.gather(counts, 0, last[None])[0], "counts")
+    if reduction == "post_train_mean":
+        return None
+    return ActivationMean() if reduction == "last_epoch_mean" else LastBatchActivationMean()
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -315,4 +273,3 @@ def cluster_weights(
         )
     embedding = spectral_embedding(similarity_matrix(a, similarity), c, spectral)
     return equitable_weights(kmeans_labels(embedding, c, seed), c)
-

@@ -36,6 +36,7 @@ from fairfl_core.sim.mlp_step import dense_relu_layers, mlp_gradient
 from fairfl_core.sim.params import ParamSpace
 from fairfl_core.sim.sequential import SequentialTrainer
 from fairfl_core.sim.stack import BatchedTrainer, ClientStack, FeatureView
+from fairfl_core.sim.statistics import TRANSFORMS
 
 __all__ = ["Engine", "TRAINERS", "batchnorm_rule"]
 
@@ -280,12 +281,19 @@ class Engine:
         n = torch.as_tensor(self._counts[split][clients], dtype=self.dtype, device=self.device)
         return out / n.clamp_min(1)[:, None]
 
-    def features(self, w: torch.Tensor, clients: np.ndarray, split: str = "train") -> torch.Tensor:
-        """Mean penultimate activation ``[K, D]`` of each client's samples (``model.features``)."""
+    def features(
+        self, w: torch.Tensor, clients: np.ndarray, split: str = "train", transform: str = "none"
+    ) -> torch.Tensor:
+        """Mean penultimate activation ``[K, D]`` of each client's samples (``model.features``), each sample's
+        activation first mapped by ``transform`` (``statistics.TRANSFORMS``: Equitable-FL's activation vector
+        is the mean of ``"log_softmax"``)."""
         clients = np.asarray(clients)
+        if transform not in TRANSFORMS:
+            raise ValueError(f"transform must be one of {sorted(TRANSFORMS)}, got {transform!r}")
+        fn_h = TRANSFORMS[transform]
 
         def feat_sum(wk, x, m):
-            return (self._features(wk, x) * m[:, None]).sum(0)
+            return (fn_h(self._features(wk, x)) * m[:, None]).sum(0)
 
         fn = client_map(feat_sum, self.client_axis, in_dims=(0 if w.dim() == 2 else None, 0, 0))
         self.eval_mode()

@@ -9,15 +9,16 @@ from fairfl_core.metrics import cluster_nmi
 from fairfl_core.selection import activation_clustering as AC
 from fairfl_core.selection.activation_clustering import (
     REDUCTIONS,
-    activation_sums,
-    activation_vector,
+    LastBatchActivationMean,
+    activation_statistic,
     cluster_weights,
     equitable_weights,
     kmeans_labels,
-    reduce_activation_steps,
     similarity_matrix,
     spectral_embedding,
 )
+from fairfl_core.sim.batches import draw_schedule
+from fairfl_core.sim.statistics import ActivationMean
 
 F64 = torch.float64
 
@@ -33,7 +34,7 @@ def planted_activations(sizes, dim=12, samples=40, seed=0):
         base = torch.zeros(dim, dtype=F64)
         base[q * block : (q + 1) * block] = 3.0
         h = torch.relu(base + torch.randn(samples, dim, generator=gen, dtype=F64))
-        rows.append(activation_vector(h))
+        rows.append(torch.log_softmax(h, -1).mean(0))  # Definition 1, mean over samples
     return torch.stack(rows), groups
 
 
@@ -42,70 +43,27 @@ def cluster_totals(result):
 
 
 # ------------------------------------------------------------------------------------------------------
-# activation vector (Definition 1, mean reduction)
+# the reductions: which client statistic each one is
 # ------------------------------------------------------------------------------------------------------
 
 
-def test_activation_vector_two_samples_by_hand():
-    h = torch.tensor([[0.0, 0.0, 0.0], [0.0, math.log(2.0), 0.0]], dtype=F64)
-    # log_softmax: sample 1 -> ln(1/3) each; sample 2 -> softmax (1/4, 1/2, 1/4)
-    expected = [
-        (-math.log(3) - math.log(4)) / 2,
-        (-math.log(3) - math.log(2)) / 2,
-        (-math.log(3) - math.log(4)) / 2,
-    ]
-    a = activation_vector(h)
-    assert a.dtype == F64 and a.shape == (3,)
-    assert torch.allclose(a, torch.tensor(expected, dtype=F64), rtol=0, atol=1e-15)
-
-
-def test_activation_vector_is_detached_and_float64():
-    h = torch.rand(4, 3, requires_grad=True)
-    a = activation_vector(h)
-    assert not a.requires_grad and a.dtype == F64
-    assert torch.allclose(a, torch.log_softmax(h.detach().double(), dim=1).mean(0), rtol=0, atol=1e-15)
-
-
-def test_batched_mask_equals_each_client_alone_and_ignores_padding_values():
-    gen = torch.Generator().manual_seed(1)
-    h = torch.rand(3, 5, 4, generator=gen, dtype=F64)
-    counts = [5, 2, 3]
-    mask = (torch.arange(5)[None, :] < torch.tensor(counts)[:, None]).to(F64)
-    h_padded = h.clone()
-    h_padded[1, 2:] = float("nan")  # padding never enters the mean
-    a = activation_vector(h_padded, mask)
-    assert a.shape == (3, 4)
-    for k, n in enumerate(counts):
-        assert torch.allclose(a[k], activation_vector(h[k, :n]), rtol=0, atol=1e-15)
-
-
-def test_streamed_last_epoch_equals_one_pass_with_a_partial_last_batch():
-    gen = torch.Generator().manual_seed(2)
-    h = torch.rand(2, 7, 3, generator=gen, dtype=F64)  # 2 clients, 7 samples in the epoch
-    counts = torch.tensor([7, 4])
-    mask = (torch.arange(7)[None, :] < counts[:, None]).to(F64)
-    steps = [activation_sums(h[:, s : s + 3], mask[:, s : s + 3]) for s in (0, 3, 6)]  # batches 3, 3, 1
-    sums, cnts = torch.stack([s for s, _ in steps]), torch.stack([c for _, c in steps])
-    for reduction in ("last_epoch_mean", "post_train_mean"):
-        assert torch.allclose(
-            reduce_activation_steps(sums, cnts, reduction), activation_vector(h, mask), rtol=0, atol=1e-15
-        )
-
-
-def test_last_batch_mean_takes_each_clients_last_step_with_samples():
-    gen = torch.Generator().manual_seed(3)
-    h = torch.rand(2, 7, 3, generator=gen, dtype=F64)
-    mask = (torch.arange(7)[None, :] < torch.tensor([7, 4])[:, None]).to(F64)
-    steps = [activation_sums(h[:, s : s + 3], mask[:, s : s + 3]) for s in (0, 3, 6)]
-    sums, cnts = torch.stack([s for s, _ in steps]), torch.stack([c for _, c in steps])
-    a = reduce_activation_steps(sums, cnts, "last_batch_mean")
-    assert torch.allclose(a[0], activation_vector(h[0, 6:7]), rtol=0, atol=1e-15)  # client 0: batch 3
-    assert torch.allclose(a[1], activation_vector(h[1, 3:4]), rtol=0, atol=1e-15)  # client 1 ended in batch 2
-
-
-def test_reductions_are_the_three_readings():
+def test_reductions_map_to_the_engine_statistic():
     assert set(REDUCTIONS) == {"last_epoch_mean", "last_batch_mean", "post_train_mean"}
+    default = activation_statistic()
+    assert type(default) is ActivationMean and (default.transform, default.window) == (
+        "log_softmax",
+        "last_epoch",
+    )
+    assert isinstance(activation_statistic("last_batch_mean"), LastBatchActivationMean)
+    assert activation_statistic("post_train_mean") is None  # computed by the server after training
     assert AC.check_reduction("last_batch_mean") == "last_batch_mean"
+
+
+def test_last_batch_statistic_starts_at_each_clients_last_completed_step():
+    schedule = draw_schedule(torch.arange(20).view(2, 10), np.array([10, 7]), 3, epochs=2, seed=0)
+    acc = LastBatchActivationMean().start(schedule)
+    assert acc["first"].tolist() == [7, 5]  # 2 x ceil(10/3) = 8 and 2 x ceil(7/3) = 6 steps
+    assert ActivationMean().start(schedule)["first"].tolist() == [4, 3]  # the last epoch's steps
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -278,11 +236,7 @@ A4 = planted_activations([2, 2])[0]
         (lambda: equitable_weights([0, 1, 2], 2), "3 distinct clusters but num_clusters=2"),
         (lambda: equitable_weights([], 2), "labels must be a non-empty 1-D vector"),
         (lambda: AC.check_reduction("mean"), r"reduction must be one of \['last_batch_mean', 'last_epoch"),
-        (lambda: reduce_activation_steps(torch.zeros(2, 3), torch.zeros(2), "max"), "reduction must be one"),
-        (lambda: activation_vector(torch.zeros(3)), r"h must be a tensor of penultimate activations"),
-        (lambda: activation_vector(torch.zeros(2, 3, 4), torch.ones(2, 4)), r"mask must have shape \(2, 3\)"),
-        (lambda: activation_vector(torch.zeros(2, 3, 4), torch.zeros(2, 3)), r"client\(s\) at \[0, 1\]"),
-        (lambda: reduce_activation_steps(torch.zeros(2, 3), torch.zeros(3)), r"sums must be \[S, \.\.\."),
+        (lambda: activation_statistic("max"), "reduction must be one of"),
     ],
 )
 def test_bad_input_raises_value_error_naming_the_field(call, match):

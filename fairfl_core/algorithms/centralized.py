@@ -1,0 +1,66 @@
+"""Centralized reference (Equitable-FL §5, the first row of Tables 2–3): the same model trained by minibatch
+SGD on the pooled training data of all clients, evaluated like every federated method (per-client test
+accuracies, σ_Acc, the pooled test set).
+
+It runs through the runner like any algorithm: one "client" holds the union of the n clients' training
+samples, and every round is the config's local work on it (``train.local_epochs`` epochs or
+``train.local_steps`` steps of the same learning rate, batch size, momentum and weight decay), from the
+current model, with no proximal term. The paper does not say how long Centralized trains (A10 of our reading
+list): Equitable-FL's experiments run it with ``train.local_epochs=1``, i.e. K epochs over K rounds. With
+BatchNorm the pooled run's running statistics become the global ones.
+
+Faults (``sim/faults.py``): drawn over the n clients as for any round; a client whose round fails (dropout)
+holds its data back, so the round trains on the pooled data of the clients that upload (a straggler's data
+is there in full: the pooled run has no per-client work to cut).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from fairfl_core.algorithms.base import FederatedAlgorithm, RoundOutput, register
+from fairfl_core.algorithms.hyper import Hyper
+from fairfl_core.sim.batches import draw_schedule
+
+__all__ = ["Centralized", "CentralizedHyper"]
+
+
+@dataclass
+class CentralizedHyper(Hyper):
+    """No hyperparameters of its own: the SGD settings are the config's ``train`` section."""
+
+
+@register("centralized")
+class Centralized(FederatedAlgorithm):
+    Hyper = CentralizedHyper
+
+    def round(self, t: int) -> RoundOutput:
+        sim, engine = self.sim, self.sim.engine
+        everyone = np.arange(sim.num_clients)
+        faults = sim.faults(t, everyone)
+        if not faults.uploaded.any():
+            return RoundOutput(everyone, {"faults": faults.record(), "skipped": True})
+        lists = engine.data.client_indices("train")
+        pool = torch.cat([lists[k] for k in faults.survivors])
+        spec = sim.local_spec(t)
+        schedule = draw_schedule(
+            pool[None],
+            np.array([len(pool)]),
+            spec.batch_size,
+            steps=spec.steps,
+            epochs=spec.epochs,
+            seed=sim.seed_for(t, "batches"),
+            dtype=engine.dtype,
+        )
+        result = engine.trainer.train(self.w, spec, schedule, engine.running)
+        self.state["w"] = result.params[0]
+        if result.running is not None:
+            self.state["running"] = result.running[0]
+            engine.set_running_stats(self.state["running"])
+        diagnostics = {"train_loss": float(result.train_loss[0]), "samples": len(pool)}
+        if faults.kind != "none":
+            diagnostics["faults"] = faults.record()
+        return RoundOutput(everyone, diagnostics)

@@ -1,0 +1,214 @@
+"""Equitable-FL (Algorithm 1): the activation vector the engine collects, the equitable aggregation (Eq. 5–6),
+the per-round diagnostics, and bad input. The clustering math itself is tested in
+``tests/selection/test_activation_clustering.py`` (M1, M2, perfect clusters, C = 1, fallbacks)."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from fairfl_core.algorithms import build_algorithm
+from fairfl_core.algorithms.base import Plan
+from fairfl_core.experiments.config import TrainConfig
+from fairfl_core.metrics import sigma_acc
+from fairfl_core.models.mlp import MLP
+from fairfl_core.sim.context import Simulation
+from fairfl_core.sim.engine import Engine
+from fairfl_core.sim.faults import RoundFaults
+from fairfl_core.sim.local import masked_mean_loss
+from tests.algorithms.conftest import tiny_sim, uploads_of
+from tests.conftest import tiny_federated
+
+F64 = torch.float64
+
+
+def mlp_sim(clients_per_round=3, **train) -> Simulation:
+    """tiny_federated (6 clients, planted groups k % 2) with the repository's MLP 16-12-4 (``features``)."""
+    torch.manual_seed(0)
+    settings = dict(rounds=3, clients_per_round=clients_per_round, batch_size=4, lr=0.2)
+    settings.update(local_steps=None, local_epochs=2)
+    settings.update(train)
+    engine = Engine(MLP(16, [12], 4), tiny_federated(), dtype=F64)
+    return Simulation(engine, TrainConfig(**settings), 0)
+
+
+def by_hand(sim, clients, spec, seed, mu):
+    """Each client's FedProx epochs written out (W1, b1, W2, b2 of the MLP; h = relu(x W1ᵀ + b1)), with the
+    mean of log_softmax(h) over the last epoch's samples, the last batch's, and at the final model."""
+    engine = sim.engine
+    schedule = engine.schedule(clients, spec, seed)
+    w0 = engine.init_params()
+    out = {"last_epoch_mean": [], "last_batch_mean": [], "post_train_mean": []}
+    for k, client in enumerate(clients):
+        w = w0.clone().requires_grad_()
+        done, per_epoch = int(schedule.active[k].sum()), int(schedule.epoch_steps[k])
+        total, count = torch.zeros(12, dtype=F64), 0.0
+        for s in range(done):
+            idx, m = schedule.index[k, s], schedule.mask[k, s]
+            x, y = engine.data.inputs(idx, F64).flatten(1), engine.data.y[idx]
+            p = engine.space.unflatten(w)
+            w1, b1, w2, b2 = p.values()
+            h = torch.relu(x @ w1.T + b1)
+            log_h = torch.log_softmax(h.detach(), -1) * m[:, None]
+            if s >= done - per_epoch:
+                total, count = total + log_h.sum(0), count + float(m.sum())
+            if s == done - 1:
+                out["last_batch_mean"].append(log_h.sum(0) / m.sum())
+            (g,) = torch.autograd.grad(masked_mean_loss(h @ w2.T + b2, y, m), w)
+            with torch.no_grad():
+                w -= spec.lr * (g + mu * (w - w0))
+        out["last_epoch_mean"].append(total / count)
+        train = engine.data.client_indices("train")[client]
+        x = engine.data.inputs(train, F64).flatten(1)
+        w1, b1, _, _ = engine.space.unflatten(w.detach()).values()
+        out["post_train_mean"].append(torch.log_softmax(torch.relu(x @ w1.T + b1), -1).mean(0))
+    return {key: torch.stack(v) for key, v in out.items()}
+
+
+@pytest.mark.parametrize("kind", ["batched", "sequential"])
+@pytest.mark.parametrize("reduction", ["last_epoch_mean", "last_batch_mean", "post_train_mean"])
+def test_activation_vector_from_the_engine_equals_a_hand_computation(reduction, kind):
+    sim = mlp_sim()
+    if kind == "sequential":
+        sim.engine = Engine(sim.engine.model, sim.data, kind="sequential", dtype=F64)
+    algo = build_algorithm("equitable_fl", sim, {"reduction": reduction, "mu": 0.3})
+    plan = algo.configure(0)
+    result = algo.client_update(0, plan, RoundFaults.none(plan.clients))
+    uploads = uploads_of(plan.clients, result.params)
+    uploads.result.stats = result.stats
+    expected = by_hand(sim, plan.clients, plan.spec, sim.seed_for(0, "batches"), 0.3)[reduction]
+    got = algo.activations(uploads)
+    assert got.shape == (3, 12)
+    assert (got - expected).abs().max() < 1e-12
+
+
+def planted_uploads(algo, sizes=(1, 3)):
+    """Uploads of len(sizes) planted clusters whose activation vectors are exactly separated, with random
+    local models; returns the uploads and the planted label of each participant."""
+    gen = torch.Generator().manual_seed(0)
+    groups = np.repeat(np.arange(len(sizes)), sizes)
+    acts = torch.full((len(groups), 12), -5.0, dtype=F64)
+    for i, q in enumerate(groups):
+        acts[i, 4 * q : 4 * q + 4] = -1.0
+    params = algo.w + 0.1 * torch.randn(len(groups), algo.w.numel(), generator=gen, dtype=F64)
+    uploads = uploads_of(np.arange(len(groups)), params)
+    uploads.result.stats = {"activation": acts}
+    return uploads, groups
+
+
+def test_m2_aggregation_gives_each_cluster_half_whatever_its_size():
+    algo = build_algorithm("equitable_fl", mlp_sim(clients_per_round=4), {"round_metrics": False})
+    uploads, groups = planted_uploads(algo, (1, 3))
+    update = algo.aggregate(0, Plan(uploads.clients, algo.sim.local_spec(0)), uploads)
+    p = np.array([1 / 2, 1 / 6, 1 / 6, 1 / 6])  # Eq. 6: 1/(C |γ_q|)
+    assert torch.allclose(update.weights, torch.as_tensor(p), rtol=0, atol=1e-15)
+    assert torch.allclose(update.w, torch.as_tensor(p) @ uploads.params, rtol=0, atol=1e-14)  # Eq. 5
+    d = update.diagnostics
+    assert d["clusters"] == [0, 1, 1, 1] and not d["fallback_used"] and d["fallback"] == ""
+
+
+def test_c_equal_one_is_the_plain_mean_of_the_participants():
+    algo = build_algorithm("equitable_fl", mlp_sim(clients_per_round=4), {"num_clusters": 1})
+    uploads, _ = planted_uploads(algo, (1, 3))
+    update = algo.aggregate(0, Plan(uploads.clients, algo.sim.local_spec(0)), uploads)
+    assert torch.allclose(update.w, uploads.params.mean(0), rtol=0, atol=1e-14)
+
+
+def test_fewer_uploads_than_clusters_fall_back_to_uniform_and_say_so():
+    algo = build_algorithm("equitable_fl", mlp_sim(clients_per_round=3), {"num_clusters": 3})
+    uploads, _ = planted_uploads(algo, (1, 1))  # a dropout left 2 of the 3 participants
+    update = algo.aggregate(0, Plan(uploads.clients, algo.sim.local_spec(0)), uploads)
+    assert update.weights.tolist() == [0.5, 0.5]
+    assert update.diagnostics["fallback_used"] and update.diagnostics["fallback"] == (
+        "fewer participants than clusters"
+    )
+
+
+def test_round_diagnostics_are_json_and_equal_the_metrics_at_the_new_model():
+    sim = mlp_sim(clients_per_round=4)
+    algo = build_algorithm("equitable_fl", sim, {"mu": 0.1})
+    out = algo.round(0)
+    d = json.loads(json.dumps(out.diagnostics, allow_nan=False))
+    participants = np.asarray(d["participants"])
+    assert sorted(participants) == sorted(out.selected) and len(d["clusters"]) == 4
+    assert abs(sum(d["weights"]) - 1) < 1e-12 and d["effective_clusters"] == 2
+    loss, acc = sim.engine.losses(algo.w, None, "test")
+    pooled = 100 * sim.engine.pooled(algo.w)[0]
+    assert d["sigma_acc"] == pytest.approx(sigma_acc(100 * acc.numpy(), pooled), abs=1e-12)
+    f = loss.numpy()[participants]
+    pairs = [abs(f[i] - f[j]) for i in range(4) for j in range(i + 1, 4)]
+    assert d["cd"] == pytest.approx(np.mean(pairs), abs=1e-12)  # Eq. 9, the text's mean over pairs
+    truth = sim.groups[participants]
+    assert (d["nmi"] is None) == (len(set(truth)) < 2)
+    assert 0 <= d["nmi_raw"] <= 1 and 0 <= d["nmi_all"] <= 1
+    literal = build_algorithm("equitable_fl", mlp_sim(clients_per_round=4), {"mu": 0.1, "cd_literal": True})
+    assert literal.round(0).diagnostics["cd"] == pytest.approx(2 * d["cd"], abs=1e-12)
+
+
+def test_planted_clusters_are_recovered_on_label_disjoint_clients():
+    """Two label-disjoint groups of clients: after a few rounds the activation vectors separate them
+    (NMI over the participants and over all clients is 1) and each group weighs 1/2."""
+    sim = tiny_sim(clients_per_round=4, local_steps=None, local_epochs=2)
+    # the tiny fixture's classes are not tied to groups: tie them (group g holds classes {2g, 2g+1}), and
+    # draw each image from its new class as the fixture does
+    data, gen = sim.data, torch.Generator().manual_seed(0)
+    for k, idx in enumerate(data.client_indices("train") + data.client_indices("test")):
+        data.y[idx] = 2 * (k % 2) + (data.y[idx] % 2)
+        noise = torch.rand(len(idx), 1, 4, 4, generator=gen) * 80
+        data.x[idx] = (noise + data.y[idx, None, None, None] * 40).to(torch.uint8)
+    algo = build_algorithm("equitable_fl", sim, {})
+    outs = [algo.round(t).diagnostics for t in range(4)]
+    last = outs[-1]
+    assert last["nmi_all"] == pytest.approx(1.0)
+    assert last["nmi"] in (None, pytest.approx(1.0))
+    totals = np.bincount(last["clusters"], weights=last["weights"])
+    assert np.allclose(totals, 0.5)
+
+
+class NoFeatures(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc(x.flatten(1))
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"num_clusters": 0}, r"num_clusters \(C\) must be an integer >= 1"),
+        ({"num_clusters": 1.5}, r"num_clusters = 1.5 has the wrong type: expected int"),
+        ({"num_clusters": 4}, r"num_clusters \(C\) = 4 exceeds train.clients_per_round = 3"),
+        ({"reduction": "mean"}, r"reduction must be one of \['last_batch_mean', 'last_epoch_mean'"),
+        ({"spectral": "njw"}, "spectral must be one of"),
+        ({"similarity": "l2"}, "similarity must be one of"),
+        ({"replacement": True}, "replacement must be False"),
+    ],
+)
+def test_bad_hyperparameters_name_the_field(params, match):
+    with pytest.raises(ValueError, match=match):
+        build_algorithm("equitable_fl", mlp_sim(), params)
+
+
+def test_a_model_without_features_is_refused_with_the_fix():
+    engine = Engine(NoFeatures(), tiny_federated(), dtype=F64)
+    sim = Simulation(
+        engine, TrainConfig(rounds=1, clients_per_round=3, batch_size=4, lr=0.1, local_steps=2), 0
+    )
+    with pytest.raises(ValueError, match=r"\(NoFeatures\) has no features\(x\) method: use a model"):
+        build_algorithm("equitable_fl", sim, {})
+
+
+def test_engine_features_transform_is_the_mean_of_log_softmax():
+    sim = mlp_sim()
+    w = sim.engine.init_params()
+    idx = sim.data.client_indices("train")[1]
+    h = sim.engine.model.features(sim.data.inputs(idx, F64))
+    got = sim.engine.features(w, np.array([1]), transform="log_softmax")[0]
+    assert torch.allclose(got, F.log_softmax(h, -1).mean(0), rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="transform must be one of"):
+        sim.engine.features(w, np.array([1]), transform="softplus")

@@ -1,0 +1,131 @@
+"""Equitable-FL reporting: CD and σ_Acc curves from stored runs, NMI summaries, the grid choice, the
+headline comparison and the claims, on hand-written runs in the real store format."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fairfl_core import metrics
+from fairfl_core.experiments.config import config_hash
+from fairfl_core.experiments.store import RunStore
+from fairfl_core.report import equitable_fl as R
+from fairfl_core.report.results import load_runs
+from tests.report.conftest import make_config
+
+LOSS = [0.2, 0.6, 1.0, 1.4]
+
+
+def write(results: Path, method, algorithm, seed, accs, rounds):
+    """A run evaluated after rounds 1 and 2: ``accs`` {round: (global, [client acc])}, ``rounds`` {round:
+    (selected, diagnostics)}; every client's test loss is LOSS."""
+    cfg = make_config(method, algorithm, seed)
+    store = RunStore(results / config_hash(cfg))
+    store.open(cfg.to_dict())
+    for t, (selected, diag) in rounds.items():
+        store.append("rounds", {"round": t, "selected": selected, "diagnostics": diag, "seconds": 0.1})
+    for t, (g, acc) in accs.items():
+        store.append(
+            "evals", {"round": t, "global_acc": g, "global_loss": 1.0, "client_acc": acc, "client_loss": LOSS}
+        )
+    g, acc = accs[max(accs)]
+    summary = {
+        "status": "complete",
+        "name": method,
+        "algorithm": algorithm,
+        "dataset": "fashion_mnist",
+        "seed": seed,
+        "rounds": max(accs),
+        "seconds_per_round": 0.1,
+        **metrics.fairness_summary(np.asarray(acc), global_acc=g),
+    }
+    store.finish(summary)
+    return cfg
+
+
+def results(tmp_path, fedprox_sigma=(8.0, 10.0), equitable_sigma=(2.0, 3.0)):
+    cfgs = []
+    for seed in (0, 1):
+        s = fedprox_sigma[seed]
+        cfgs.append(
+            write(
+                tmp_path,
+                "FedProx",
+                "fedprox",
+                seed,
+                {
+                    0: (50, [50] * 4),
+                    1: (80, [80 - s, 80 + s, 80 - s, 80 + s]),
+                    2: (80, [80 - s, 80 + s, 80 - s, 80 + s]),
+                },
+                {1: ([0, 1], {}), 2: ([0, 1, 2], {})},
+            )
+        )
+        s = equitable_sigma[seed]
+        diag1 = {"nmi": None, "nmi_raw": 0.0, "nmi_all": 0.5, "fallback_used": False}
+        diag2 = {"nmi": 1.0, "nmi_raw": 1.0, "nmi_all": 1.0, "fallback_used": True}
+        cfgs.append(
+            write(
+                tmp_path,
+                "Equitable-FL",
+                "equitable_fl",
+                seed,
+                {1: (81, [81 - s, 81 + s] * 2), 2: (81, [81 - s, 81 + s] * 2)},
+                {1: ([0, 1], diag1), 2: ([0, 1, 2], diag2)},
+            )
+        )
+    return load_runs(tmp_path, cfgs)
+
+
+def test_cd_and_sigma_curves_by_hand(tmp_path):
+    curves = R.round_curves(results(tmp_path))
+    fp = curves[(curves["method"] == "FedProx") & (curves["seed"] == 0)].set_index("round")
+    assert list(fp.index) == [1, 2]  # round 0 has no participants
+    assert fp.loc[1, "cd"] == pytest.approx(0.4)  # |0.2 - 0.6|
+    assert fp.loc[2, "cd"] == pytest.approx((0.4 + 0.8 + 0.4) / 3)  # pairs of clients 0, 1, 2
+    assert fp.loc[2, "cd_cma"] == pytest.approx((0.4 + 1.6 / 3) / 2)
+    assert fp.loc[2, "sigma_acc"] == pytest.approx(8.0)  # every client 8 points from the global 80
+    literal = R.round_curves(results(tmp_path), literal=True)
+    assert literal["cd"].iloc[0] == pytest.approx(0.8)  # the printed double sum: twice the text's mean
+
+
+def test_nmi_summary_skips_rounds_with_one_planted_cluster(tmp_path):
+    runs = R.with_equitable_metrics(results(tmp_path))
+    eq = runs[runs["method"] == "Equitable-FL"].iloc[0]
+    assert eq["nmi_mean"] == pytest.approx(1.0) and eq["nmi_raw_mean"] == pytest.approx(0.5)
+    assert eq["nmi_all_last"] == pytest.approx(1.0) and eq["fallback_rounds"] == 1
+    assert np.isnan(runs[runs["method"] == "FedProx"]["nmi_mean"]).all()
+    assert eq["cd_cma"] == pytest.approx((0.4 + 1.6 / 3) / 2)
+
+
+def test_headline_and_claims_compare_with_fedprox(tmp_path):
+    runs = R.with_equitable_metrics(results(tmp_path))
+    row = R.headline(runs).iloc[0]
+    assert row["σ_Acc FedProx"] == pytest.approx(9.0) and row["σ_Acc Equitable-FL"] == pytest.approx(2.5)
+    assert (
+        row["lower σ_Acc"] == "holds" and row["no lower accuracy"] == "holds" and row["NMI ≥ 0.9"] == "holds"
+    )
+    worse = R.headline(R.with_equitable_metrics(results(tmp_path / "w", equitable_sigma=(12.0, 14.0)))).iloc[
+        0
+    ]
+    assert worse["lower σ_Acc"] == "fails"
+    claims = R.claims_table(runs)
+    c1 = claims[claims["claim"] == "C1: Equitable-FL has a lower σ_Acc than FedProx"].iloc[0]
+    assert c1["result"] == "holds" and c1["value"] == pytest.approx(2.5)
+    assert (claims[claims["claim"].str.contains("Cluster2")]["result"] == "missing").all()
+
+
+def test_best_of_grid_keeps_the_best_final_accuracy_per_row():
+    runs = pd.DataFrame(
+        {
+            "dataset": ["d"] * 4,
+            "method": ["FedProx (η=0.01, μ=0.1)"] * 2 + ["FedProx (η=0.1, μ=0.1)"] * 2,
+            "seed": [0, 1, 0, 1],
+            "global_acc": [80.0, 82.0, 85.0, 84.0],
+        }
+    )
+    best = R.best_of_grid(runs)
+    assert best["method"].tolist() == ["FedProx", "FedProx"] and set(best["chosen"]) == {
+        "FedProx (η=0.1, μ=0.1)"
+    }
