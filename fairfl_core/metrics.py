@@ -249,7 +249,7 @@ def faa(losses: Any, optimal_losses: Any) -> float:
 
 def sigma_acc(a: Any, global_acc: float) -> float:
     """Equitable-FL sigma_Acc = sqrt((1/n) sum_i (Acc_i - Acc)^2): spread of client accuracies around the
-    global (pooled test set) accuracy Acc, not around their mean (equitable_fl.md Sec. 5 item 2, A8)."""
+    global (pooled test set) accuracy Acc, not around their mean (Equitable-FL §4.4; docs/readings.md)."""
     arr = _as_vector(a, "a")
     if not math.isfinite(global_acc):
         raise ValueError(f"global_acc must be a finite accuracy; got {global_acc}")
@@ -261,7 +261,7 @@ def client_disagreement(losses: Any, literal: bool = False) -> float:
 
     Default: the mean of |f_i - f_j| over unordered pairs i < j (the text's "average absolute difference
     between two participating clients"). ``literal=True`` keeps Eq. 9 as printed: the double sum over
-    ordered pairs divided by C(r, 2), i.e. twice the default (equitable_fl.md A7).
+    ordered pairs divided by C(r, 2), i.e. twice the default (Equitable-FL Eq. 9).
     """
     f = _as_vector(losses, "losses")
     r = f.size
@@ -293,7 +293,8 @@ _DISSIMILARITY: dict[str, Callable[[np.ndarray], float]] = {
 def client_dissimilarity(a: Any, kind: str = "std") -> float:
     """SubTrunc/UnionFL "client dissimilarity [%]" of per-client test accuracies (in %).
 
-    The paper gives no formula (submodular_selection.md A9, Sec. 5 item 2). ``kind``:
+    The paper gives no formula ("the difference of the final model's performance ... across all clients").
+    ``kind``:
     ``"std"`` (default) population std sqrt((1/n) sum_i (acc_i - a-bar)^2); ``"mad"`` mean absolute deviation
     (1/n) sum_i |acc_i - a-bar|; ``"pairwise"`` (1/(n(n-1))) sum_{i != j} |acc_i - acc_j|; ``"range"``
     max - min; ``"var"`` population variance (DivFL's fairness metric).
@@ -309,7 +310,7 @@ def nmi(labels_pred: Any, labels_true: Any, nan_if_one_true_cluster: bool = Fals
 
     With a single true cluster sklearn returns 0 (or 1 if the prediction is also one cluster); set
     ``nan_if_one_true_cluster`` to get NaN instead, so ``np.nanmean`` over rounds averages only the rounds
-    with >= 2 true clusters present (equitable_fl.md Sec. 5 item 4).
+    with >= 2 true clusters present (docs/readings.md).
     """
     pred = _as_labels(labels_pred, "labels_pred")
     true = _as_labels(labels_true, "labels_true")
