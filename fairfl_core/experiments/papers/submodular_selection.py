@@ -1,0 +1,156 @@
+"""SubTrunc / UnionFL (Castillo J., Kaya, Ye, Hashemi, "Submodular Maximization Approaches for Equitable
+Client Selection in Federated Learning", arXiv 2408.13683): Tables I–IV on the MNIST and CIFAR-10 columns.
+
+Protocol (§IV): 100 clients with 3 distinct classes each (every class held by 30 clients, equal shards),
+κ = 10 clients per round, stochastic greedy with r = 10 candidates per step, LeNet-5, FedAvg local SGD and an
+unweighted average. The paper gives no rounds, local steps, learning rate or batch size: MNIST K = 100,
+CIFAR-10 K = 200, E = 20 steps of batch 32, η = 0.01 (MNIST) / 0.02 (CIFAR-10), 5 seeds (docs/readings.md);
+they are not calibrated on Random's accuracy yet (the paper's Random reaches 83 % / 33 %). b = 1.10, μ = 1,
+φ = ln(1+x), window 5; λ = 0.95 (MNIST) and 0.50 (CIFAR-10) in Tables I and IV. Gradients and losses are
+fresh every round. Power-of-Choice draws all d = N clients as candidates (the DivFL reference's
+loss-based mode).
+
+Offline neither MNIST nor CIFAR-10 is available: both columns then run on the labelled Fashion-MNIST
+stand-in with the same partition (CIFAR-10's LeNet on 1×28×28 inputs). Runs shared between tables (Table I's
+SubTrunc is Table II's λ row and Table IV's ln(1+x) row, its UnionFL Table III's window-5 row) are one run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from fairfl_core.data.sources import data_root
+from fairfl_core.experiments.papers.fedeba_plus import cifar10_stand_in
+from fairfl_core.experiments.profiles import Experiment, Method, PaperTable, Profile, register_experiment
+
+__all__ = ["COLUMNS", "QUICK", "TABLES", "mnist_present", "planned", "table_methods"]
+
+PAPER = "submodular_selection"
+SELECTION = {"pool_size": 10}  # r = 10 (§IV); fresh gradients, stochastic greedy, unweighted average
+LAMBDA = {"MNIST": 0.95, "CIFAR-10": 0.50}
+QUICK = ("submodular_table1_mnist",)
+TABLES = ("Table I", "Table II", "Table III", "Table IV")
+
+
+def mnist_present() -> bool:
+    raw = data_root() / "MNIST" / "raw"
+    return any((raw / f"train-images-idx3-ubyte{ext}").is_file() for ext in ("", ".gz"))
+
+
+def table_methods(column: str) -> dict[str, tuple[Method, ...]]:
+    """The methods of Tables I–IV for ``column`` ("MNIST" or "CIFAR-10"), labelled by their paper rows."""
+    lam = LAMBDA[column]
+    divfl = Method(
+        "DivFL", "divfl", {"greedy": "stochastic", "grad_mode": "fresh", "weighting": "uniform"}, "DivFL"
+    )
+    subtrunc = Method(f"SubTrunc (λ={lam})", "subtrunc", {**SELECTION, "lam": lam}, "SubTrunc")
+    unionfl = Method("UnionFL (window=5)", "unionfl", {**SELECTION, "window": 5}, "UnionFL")
+    random = Method("Random", "fedavg", {"weighting": "uniform"}, "Random")
+    poc = Method(
+        "Power-of-Choice (d=N)",
+        "power_of_choice",
+        {"d": 100, "sampling": "uniform", "weighting": "uniform"},
+        "Power-of-Choice",
+    )
+    lambdas = tuple(
+        replace(
+            subtrunc, label=f"SubTrunc (λ={x})", params={**subtrunc.params, "lam": x}, paper_row=f"{x:.2f}"
+        )
+        for x in (0.01, 0.10, 0.25, 0.50, 0.75, 0.95)
+    )
+    windows = tuple(
+        replace(
+            unionfl, label=f"UnionFL (window={w})", params={**unionfl.params, "window": w}, paper_row=str(w)
+        )
+        for w in (2, 5, 10)
+    )
+    phis = (
+        replace(
+            subtrunc,
+            label=f"SubTrunc (λ={lam}, φ=identity)",
+            params={**subtrunc.params, "phi": "identity"},
+            paper_row="Identity",
+        ),
+        replace(subtrunc, paper_row="ln(1+x)"),
+    )
+    return {
+        "Table I": (divfl, subtrunc, unionfl, random, poc),
+        "Table II": lambdas,
+        "Table III": windows,
+        "Table IV": phis,
+    }
+
+
+def _data(column: str) -> tuple[tuple[str, ...], str]:
+    """Overrides of the column's data and model (the stand-in's when the real set is absent), description."""
+    if column == "MNIST":
+        if mnist_present():
+            return (), ""
+        return ("data.name=fashion_mnist", "data.stand_in=MNIST"), "stand-in (no MNIST here: Fashion-MNIST), "
+    stand_in = tuple(o for o in cifar10_stand_in() if o.startswith("data."))
+    model = "model.options={in_channels: 1, input_size: 28}" if stand_in else "model.options={}"
+    what = "stand-in (no CIFAR-10 here: Fashion-MNIST), " if stand_in else ""
+    return (*stand_in, "model.name=lenet5_cifar10", model, "train.lr=0.02"), what
+
+
+def _profiles(column: str, quick_methods: tuple[Method, ...] | None = None) -> dict[str, Profile]:
+    data, what = _data(column)
+    rounds = 100 if column == "MNIST" else 200
+    return {
+        "smoke": Profile(
+            f"CI check: {what}10 samples per class per client, 2 local steps, 2 rounds, 1 seed",
+            2,
+            (0,),
+            1,
+            (
+                *data,
+                "data.partition_options={classes_per_client: 3, samples_per_class: 10}",
+                "train.local_steps=2",
+            ),
+        ),
+        "quick": Profile(
+            f"{what}the paper's clients and protocol, 50 of the {rounds} rounds, 1 of 5 seeds",
+            50,
+            (0,),
+            5,
+            data,
+            methods=quick_methods,
+        ),
+        "paper": Profile(
+            f"{what}{rounds} rounds, 5 seeds (K, E, η not given by the paper)",
+            rounds,
+            (0, 1, 2, 3, 4),
+            5,
+            (*data, f"train.rounds={rounds}"),
+        ),
+    }
+
+
+COLUMNS = {"MNIST": "mnist", "CIFAR-10": "cifar10"}
+for _column, _key in COLUMNS.items():
+    for _number, (_table, _methods) in enumerate(table_methods(_column).items(), start=1):
+        _name = f"submodular_table{_number}_{_key}"
+        register_experiment(
+            Experiment(
+                _name,
+                f"SubTrunc/UnionFL {_table}, {_column} column",
+                "submodular_mnist_lenet.yaml",
+                _profiles(_column),
+                _methods,
+                PaperTable(PAPER, _table, {"mnist": "MNIST", "cifar10": "CIFAR-10"}),
+            )
+        )
+
+
+def planned(profile: str) -> tuple[list[str], dict[str, str]]:
+    """The experiments the notebook runs at ``profile`` and why the others are not run: at quick Table I's
+    MNIST column only (2 CPU cores; every round computes all 100 clients' gradients and losses), at smoke
+    the MNIST column."""
+    names = [f"submodular_table{i}_{key}" for key in COLUMNS.values() for i in range(1, 5)]
+    skipped = {}
+    for name in names:
+        if profile == "quick" and name not in QUICK:
+            skipped[name] = "not run at quick (2 CPU cores): run at paper"
+        elif profile == "smoke" and name.endswith("cifar10"):
+            skipped[name] = "not run at smoke (the MNIST column checks the same code): run at paper"
+    return [n for n in names if n not in skipped], skipped

@@ -1,0 +1,106 @@
+"""SubTrunc / UnionFL (arXiv 2408.13683): Table I's training loss and the §V claims on the experiments'
+method labels (``experiments/papers/submodular_selection.py``).
+
+"Client dissimilarity [%]" is read as the population standard deviation of the clients' test accuracies
+(``std`` of ``metrics.fairness_summary``; the paper gives no formula); "Training Loss" as the mean local
+minibatch loss of the selected clients over the last 5 rounds (the paper does not define it either).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from fairfl_core.experiments.store import RunStore
+from fairfl_core.report.claims import Claim
+
+__all__ = ["lambda_claims", "table1_claims", "window_claims", "phi_claims", "with_train_loss"]
+
+
+def with_train_loss(runs: pd.DataFrame, last: int = 5) -> pd.DataFrame:
+    """``runs`` plus ``train_loss``: the mean over the last ``last`` rounds of the rounds' mean local loss."""
+    losses = []
+    for path in runs["path"]:
+        rounds = [r["diagnostics"].get("train_loss") for r in RunStore(path).records("rounds")]
+        values = np.asarray([x for x in rounds if x is not None], dtype=float)
+        losses.append(float(values[-last:].mean()) if values.size else np.nan)
+    return runs.assign(train_loss=losses)
+
+
+def table1_claims(subtrunc: str, unionfl: str, others: dict[str, str]) -> list[Claim]:
+    """C1–C3 of §V on Table I's labels: ``others`` maps DivFL, Random and Power-of-Choice to their labels."""
+    claims = [
+        Claim(
+            f"SubTrunc has a lower client dissimilarity than {name}",
+            "std",
+            subtrunc,
+            "<",
+            label,
+            source="Table I, C1",
+        )
+        for name, label in [("UnionFL", unionfl), *others.items()]
+    ]
+    claims += [
+        Claim(
+            f"UnionFL has a lower client dissimilarity than {name}",
+            "std",
+            unionfl,
+            "<",
+            others[name],
+            source="Table I, C2",
+        )
+        for name in ("DivFL", "Random")
+    ]
+    claims += [
+        Claim(
+            f"{who} is at least as accurate as {name}",
+            "global_acc",
+            label,
+            ">=",
+            others[name],
+            source="Table I, C3",
+        )
+        for who, label in (("SubTrunc", subtrunc), ("UnionFL", unionfl))
+        for name in ("DivFL", "Random")
+    ]
+    return claims
+
+
+def lambda_claims(smallest: str, largest: str) -> list[Claim]:
+    """C6: a larger λ lowers the client dissimilarity."""
+    return [
+        Claim(
+            "a larger λ lowers the client dissimilarity", "std", largest, "<", smallest, source="Table II, C6"
+        )
+    ]
+
+
+def window_claims(shortest: str, longest: str) -> list[Claim]:
+    """C8: a longer UnionFL window raises the accuracy and lowers the dissimilarity."""
+    return [
+        Claim(
+            "a longer window raises the accuracy",
+            "global_acc",
+            longest,
+            ">",
+            shortest,
+            source="Table III, C8",
+        ),
+        Claim(
+            "a longer window lowers the dissimilarity", "std", longest, "<", shortest, source="Table III, C8"
+        ),
+    ]
+
+
+def phi_claims(identity: str, log1p: str) -> list[Claim]:
+    """C9: φ = identity gives a lower dissimilarity than ln(1 + x)."""
+    return [
+        Claim(
+            "φ = identity lowers the dissimilarity against ln(1+x)",
+            "std",
+            identity,
+            "<",
+            log1p,
+            source="Table IV, C9",
+        )
+    ]
