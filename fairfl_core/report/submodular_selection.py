@@ -8,13 +8,25 @@ minibatch loss of the selected clients over the last 5 rounds (the paper does no
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
 from fairfl_core.experiments.store import RunStore
 from fairfl_core.report.claims import Claim
+from fairfl_core.report.paper import load_paper_results
 
-__all__ = ["lambda_claims", "table1_claims", "window_claims", "phi_claims", "with_train_loss"]
+__all__ = [
+    "Calibration",
+    "calibrate",
+    "lambda_claims",
+    "paper_random_accuracy",
+    "phi_claims",
+    "table1_claims",
+    "window_claims",
+    "with_train_loss",
+]
 
 
 def with_train_loss(runs: pd.DataFrame, last: int = 5) -> pd.DataFrame:
@@ -104,3 +116,53 @@ def phi_claims(identity: str, log1p: str) -> list[Claim]:
             source="Table IV, C9",
         )
     ]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The calibrated K (``rounds``) and η (``lr``), Random's mean accuracy there, the paper's Random
+    (``target``), whether they are within the tolerance, and every candidate's accuracy (``table``)."""
+
+    rounds: int
+    lr: float
+    accuracy: float
+    target: float
+    within: bool
+    table: pd.DataFrame
+
+
+def paper_random_accuracy(column: str) -> float:
+    """The paper's Random test accuracy in Table I's ``column`` (the calibration's target)."""
+    paper = load_paper_results("submodular_selection")
+    hit = paper[
+        (paper["table"] == "Table I")
+        & (paper["dataset"] == column)
+        & (paper["method"] == "Random")
+        & (paper["metric"] == "global_acc")
+    ]
+    return float(hit["value"].iloc[0])
+
+
+def calibrate(
+    curves: pd.DataFrame, target: float, default_lr: float, rounds: tuple[int, ...], tol: float = 3.0
+) -> Calibration:
+    """§IV's calibration rule on Random's accuracy curves (``curves``: columns ``lr``, ``round``,
+    ``global_acc``, one row per run and evaluation; seeds are averaged): K first, at ``default_lr``, the
+    smallest of ``rounds`` whose accuracy is within ``tol`` points of ``target`` (none: the closest); then
+    η at that K, ``default_lr`` if it is within ``tol`` already, else the closest η."""
+    mean = curves[curves["round"].isin(rounds)].groupby(["lr", "round"], as_index=False)["global_acc"].mean()
+    mean["gap"] = (mean["global_acc"] - target).abs()
+    missing = sorted(set(rounds) - set(mean.loc[mean["lr"] == default_lr, "round"]))
+    if missing:
+        raise ValueError(
+            f"Random at η = {default_lr:g} has no evaluation at rounds {missing}: run it that long"
+        )
+    at_default = mean[mean["lr"] == default_lr].sort_values("round")
+    close = at_default[at_default["gap"] <= tol]
+    k = int((close if len(close) else at_default.nsmallest(1, "gap")).iloc[0]["round"])
+    at_k = mean[mean["round"] == k]
+    default = at_k[at_k["lr"] == default_lr].iloc[0]
+    best = default if default["gap"] <= tol else at_k.nsmallest(1, "gap").iloc[0]
+    return Calibration(
+        k, float(best["lr"]), float(best["global_acc"]), target, bool(best["gap"] <= tol), mean
+    )

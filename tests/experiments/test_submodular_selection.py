@@ -43,3 +43,33 @@ def test_the_plan_covers_every_table_and_says_why(monkeypatch, tmp_path):
             w.startswith("not run") for w in skipped.values()
         )
     assert E.planned("quick")[0] == list(E.QUICK) and E.planned("paper")[1] == {}
+
+
+@pytest.mark.parametrize("column", ["MNIST", "CIFAR-10"])
+def test_calibration_runs_random_over_the_lr_grid_to_the_largest_k(column):
+    name = f"submodular_calibration_{E.COLUMNS[column]}"
+    assert E.column_of(name) == column
+    rounds, lrs = E.CALIBRATION[column]
+    paper = experiment_configs(name, "paper", seeds=[0])
+    assert [(c.algorithm.name, c.algorithm.params, c.train.lr) for c in paper] == [
+        ("fedavg", {"weighting": "uniform"}, lr) for lr in lrs
+    ]
+    assert {c.train.rounds for c in paper} == {max(rounds)} and paper[0].train.lr == (
+        0.01 if column == "MNIST" else 0.02
+    )
+    assert E.calibration_rounds(column, "paper") == rounds
+    assert E.calibration_rounds(column, "quick") == (experiment_configs(name, "quick")[0].train.rounds,)
+    # the calibration's default-η Random at quick is Table I's Random run (one run, shared)
+    table1 = {
+        c.name: config_hash(c) for c in experiment_configs(f"submodular_table1_{E.COLUMNS[column]}", "quick")
+    }
+    assert config_hash(experiment_configs(name, "quick")[0]) == table1["Random"]
+
+
+def test_calibrated_values_reach_every_table_run():
+    assert E.calibrated_overrides(150, 0.02, "paper") == ("train.lr=0.02", "train.rounds=150")
+    assert E.calibrated_overrides(150, 0.02, "quick") == ("train.lr=0.02",)
+    cfgs = experiment_configs(
+        "submodular_table2_cifar10", "paper", seeds=[0], overrides=E.calibrated_overrides(300, 0.05, "paper")
+    )
+    assert {(c.train.rounds, c.train.lr) for c in cfgs} == {(300, 0.05)}

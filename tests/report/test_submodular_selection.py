@@ -24,3 +24,40 @@ def test_table1_claims_compare_subtrunc_with_every_other_selector():
     lower = [(c.method, c.than) for c in claims if c.metric == "std" and c.method == "S"]
     assert lower == [("S", "U"), ("S", "D"), ("S", "R"), ("S", "P")]
     assert all(c.op == ">=" for c in claims if c.metric == "global_acc")
+
+
+def _curves(acc):
+    """Random's curves: ``acc[lr]`` lists the accuracy at rounds 50, 100, 150, 200 (two seeds, ±1)."""
+    return pd.DataFrame(
+        [
+            {"lr": lr, "round": r, "seed": s, "global_acc": a + (1 if s else -1)}
+            for lr, values in acc.items()
+            for r, a in zip((50, 100, 150, 200), values, strict=True)
+            for s in (0, 1)
+        ]
+    )
+
+
+def test_calibration_takes_the_smallest_k_within_tolerance_at_the_default_lr():
+    curves = _curves({0.01: [70.0, 80.5, 84.0, 86.0], 0.05: [83.0, 88.0, 90.0, 91.0]})
+    cal = R.calibrate(curves, target=83.0, default_lr=0.01, rounds=(50, 100, 150, 200))
+    # at η = 0.01: gaps 13, 2.5, 1, 3 -> K = 100 is the smallest within 3; η stays the default
+    assert (cal.rounds, cal.lr, cal.accuracy, cal.within) == (100, 0.01, 80.5, True)
+
+
+def test_calibration_tunes_lr_when_no_k_reaches_the_target():
+    curves = _curves(
+        {0.01: [60.0, 65.0, 70.0, 74.0], 0.02: [70.0, 76.0, 81.5, 85.0], 0.05: [75.0, 78.0, 86.5, 90.0]}
+    )
+    cal = R.calibrate(curves, target=83.0, default_lr=0.01, rounds=(50, 100, 150, 200))
+    # no K within 3 at η = 0.01: K = 200 (gap 9); at K = 200 the gaps are 9, 2, 7 -> η = 0.02
+    assert (cal.rounds, cal.lr, cal.accuracy, cal.within) == (200, 0.02, 85.0, True)
+    far = R.calibrate(curves, target=99.0, default_lr=0.01, rounds=(50, 100, 150, 200))
+    assert (far.rounds, far.lr, far.within) == (200, 0.05, False)
+
+
+def test_calibration_reads_only_the_candidate_rounds_and_needs_them():
+    curves = _curves({0.01: [70.0, 80.5, 84.0, 86.0]})
+    assert R.calibrate(curves, 83.0, 0.01, rounds=(50,)).rounds == 50  # a short profile's one K
+    with pytest.raises(ValueError, match="no evaluation at rounds \\[300\\]"):
+        R.calibrate(curves, 83.0, 0.01, rounds=(100, 300))
