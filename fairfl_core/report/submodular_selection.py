@@ -25,6 +25,7 @@ __all__ = [
     "phi_claims",
     "table1_claims",
     "window_claims",
+    "with_loss_curve",
     "with_train_loss",
 ]
 
@@ -37,6 +38,18 @@ def with_train_loss(runs: pd.DataFrame, last: int = 5) -> pd.DataFrame:
         values = np.asarray([x for x in rounds if x is not None], dtype=float)
         losses.append(float(values[-last:].mean()) if values.size else np.nan)
     return runs.assign(train_loss=losses)
+
+
+def with_loss_curve(curves: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """``curves`` (``report.load_curves`` of ``runs``) plus ``train_loss``: the mean local loss of the round
+    that ends at each evaluation (§VII's training-loss curves)."""
+    paths = dict(zip(runs["hash"], runs["path"], strict=True))
+    per_run = {
+        h: {r["round"]: r["diagnostics"].get("train_loss") for r in RunStore(p).records("rounds")}
+        for h, p in paths.items()
+    }
+    loss = [per_run[h].get(r) for h, r in zip(curves["hash"], curves["round"], strict=True)]
+    return curves.assign(train_loss=pd.to_numeric(pd.Series(loss, index=curves.index), errors="coerce"))
 
 
 def table1_claims(subtrunc: str, unionfl: str, others: dict[str, str]) -> list[Claim]:

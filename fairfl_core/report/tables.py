@@ -33,6 +33,7 @@ METRIC_LABELS = {
     "kl": "KL",
     "sigma_acc": "σ_Acc",
     "loss_mean": "Mean loss",
+    "train_loss": "Training loss",
     "loss_var": "Loss var.",
     "group_gap": "Group gap",
     "group_var": "Group var.",

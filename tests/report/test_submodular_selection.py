@@ -61,3 +61,12 @@ def test_calibration_reads_only_the_candidate_rounds_and_needs_them():
     assert R.calibrate(curves, 83.0, 0.01, rounds=(50,)).rounds == 50  # a short profile's one K
     with pytest.raises(ValueError, match="no evaluation at rounds \\[300\\]"):
         R.calibrate(curves, 83.0, 0.01, rounds=(100, 300))
+
+
+def test_loss_curve_takes_the_loss_of_the_round_ending_at_each_evaluation(tmp_path):
+    (tmp_path / "rounds.jsonl").write_text(
+        "".join(json.dumps({"round": r, "diagnostics": {"train_loss": 1.0 / r}}) + "\n" for r in (1, 2, 3, 4))
+    )
+    curves = pd.DataFrame({"hash": ["h"] * 3, "round": [0, 2, 4], "global_acc": [10.0, 50.0, 70.0]})
+    out = R.with_loss_curve(curves, pd.DataFrame({"hash": ["h"], "path": [str(tmp_path)]}))
+    assert out["train_loss"].iloc[1:].tolist() == [0.5, 0.25] and pd.isna(out["train_loss"].iloc[0])
