@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Reproduce every paper notebook at one profile and build an HTML index of the results.
 #
-#   ./reproduce.sh [--profile smoke|quick|paper] [--only NAME] [--device DEV] [--no-setup]
+#   ./reproduce.sh [--profile smoke|quick|paper] [--only NAME] [--device DEV] [--workers N] [--no-setup]
 #
 #   --profile  smoke: seconds per notebook (CI); quick: shorter faithful runs on a 2-core CPU;
 #              paper: the papers' rounds and seeds (default: smoke)
 #   --only     run only notebook NAME (e.g. quickstart or 00_quickstart)
 #   --device   auto | cpu | cuda | cuda:N (default: auto)
+#   --workers  run each notebook's runs in a pool of N processes (each with cores/N torch threads) instead
+#              of one after another in the notebook's kernel; the small models of the quick profiles run
+#              faster as one single-threaded run per core (--workers $(nproc)); numbers are the same
 #   --no-setup skip scripts/setup.sh (the environment and data are already prepared, e.g. in CI)
 #
 # Sets up .venv and the offline data (scripts/setup.sh), then executes each notebooks/*.ipynb with papermill:
@@ -17,13 +20,16 @@
 set -uo pipefail
 cd "$(dirname "$0")"
 
-profile=smoke only="" device=auto setup=1
+profile=smoke only="" device=auto setup=1 pool=()
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile) profile=${2:?--profile needs a value}; shift 2 ;;
     --only) only=${2:?--only needs a notebook name}; shift 2 ;;
     --device) device=${2:?--device needs a value}; shift 2 ;;
+    --workers)
+      [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "reproduce.sh: --workers needs a positive number of processes, e.g. --workers $(nproc)" >&2; exit 2; }
+      pool=(-p executor process -p workers "$2"); shift 2 ;;
     --no-setup) setup=0; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "reproduce.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
@@ -55,7 +61,7 @@ for notebook in notebooks/*.ipynb; do
   echo "reproduce.sh: [$profile] $file -> $out/"
   start=$(date +%s)
   if .venv/bin/papermill "$notebook" "$out/$file.ipynb" --cwd notebooks -k python3 \
-      -p profile "$profile" -p results_dir "../results/$profile" -p output_dir "../$out" -p device "$device" \
+      -p profile "$profile" -p results_dir "../results/$profile" -p output_dir "../$out" -p device "$device" "${pool[@]}" \
       >"$out/papermill.log" 2>&1; then
     status=ok
   else
