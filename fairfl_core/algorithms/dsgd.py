@@ -12,8 +12,8 @@ PGA replaces the gossip of the round's last iteration by the exact average x_i �
 global average every H = Z iterations. The paper gives none of their settings; fairfl follows its "same
 training settings": all N clients active at every iteration, the ring, γ = the config's lr, and the
 average model x̄ = (1/N) Σ_i x_i is the one evaluated. BatchNorm: each client keeps its running statistics
-across rounds, gossiped with W (averaged by PGA); the evaluated ones are their average. DAdam (per-client
-Adam moments) is not implemented.
+across rounds, gossiped with W (averaged by PGA); the evaluated ones are their average. DAdam, the third
+baseline of Table 8, is ``dadam.py``.
 
 Faults (``sim/faults.py``): a failed client takes no local step that round (a straggler its fraction of
 them); every client still gossips. A round in which every client fails changes nothing.
@@ -73,9 +73,7 @@ class DSGD(FederatedAlgorithm):
         mixer = Mixer(self.W)
         steps = stack.schedule.num_steps
         for z in range(steps):
-            stack.step()
-            if not (self.average_each_round and z == steps - 1):
-                stack.mix(mixer)
+            self.iteration(stack, mixer, last=z == steps - 1)
         result = stack.result()
         diagnostics = {
             "train_loss": float(result.train_loss.mean()),
@@ -93,6 +91,13 @@ class DSGD(FederatedAlgorithm):
         if faults.kind != "none":
             diagnostics["faults"] = faults.record()
         return RoundOutput(everyone, diagnostics)
+
+    def iteration(self, stack, mixer: Mixer, last: bool) -> None:
+        """One iteration, adapt then combine: every client steps on its own minibatch, then all gossip (PGA:
+        the round's last gossip is replaced by the exact average, taken after the loop)."""
+        stack.step()
+        if not (self.average_each_round and last):
+            stack.mix(mixer)
 
 
 @register("pga")

@@ -59,53 +59,63 @@ class SequentialStack(ClientStack):
     def _step(self, sel, host_rows, steps, on) -> None:
         host_rows = np.arange(self.num_clients) if host_rows is None else host_rows
         idx, m = self._batch(sel, steps, on)
-        model, params = self.trainer.model, self.trainer.params
         losses = torch.zeros(len(host_rows), dtype=self.dtype, device=self.device)
         for r, k in enumerate(host_rows):
             if not on[r]:
                 continue
-            own = torch.as_tensor([k], device=self.device)
-            ws = [t[k : k + 1] for t in self.ws]
-            own_running = [t[k] for t in self.running.values()]
-            with torch.no_grad():
-                for p, w in zip(params, ws, strict=True):
-                    p.copy_(w[0])
-                for buf, stat in zip(self.trainer.buffers, own_running, strict=True):
-                    buf.copy_(stat)
-            x, y = self.trainer.inputs(idx[r], self.dtype), self.trainer.labels[idx[r]]
-            self.opt.zero_grad(set_to_none=False)
-            model.train()
-            loss = masked_mean_loss if self.spec.loss is None else self.spec.loss
-            value = loss(model(x), y, m[r])
-            if self.spec.objective is not None:
-                value = self.spec.objective(value)
-            value.backward()
-            model.eval()
-            with torch.no_grad():  # the train-mode forward pass updated the client's running statistics
-                for buf, stat in zip(self.trainer.buffers, own_running, strict=True):
-                    stat.copy_(buf)
-            self._record(
-                own,
-                steps[r : r + 1],
-                on[r : r + 1],
-                m[r : r + 1],
-                value.detach()[None],
-                lambda x=x: model.features(x)[None],
-            )
-            scale, drift = combine(self.terms, ws, own)
-            with torch.no_grad():
-                for i, p in enumerate(params):
-                    if scale is not None:
-                        p.grad.mul_(scale[0])
-                    if drift is not None:
-                        p.grad.add_(drift[i][0])
+            losses[r] = self._direction(k, idx[r], m[r], steps[r : r + 1], on[r : r + 1])
             self._swap_momentum(k)
             self.opt.step()
             with torch.no_grad():
-                for p, w in zip(params, ws, strict=True):
-                    w[0].copy_(p)
-            losses[r] = value.detach()
+                for p, w in zip(self.trainer.params, self.ws, strict=True):
+                    w[k].copy_(p)
         self._advance(sel, None if sel is None else host_rows, losses, on)
+
+    def _directions(self, sel, host_rows, steps, on):
+        host_rows = np.arange(self.num_clients) if host_rows is None else host_rows
+        idx, m = self._batch(sel, steps, on)
+        losses = torch.zeros(len(host_rows), dtype=self.dtype, device=self.device)
+        directions = [w.new_zeros(len(host_rows), *w.shape[1:]) for w in self.ws]
+        for r, k in enumerate(host_rows):
+            if on[r]:
+                losses[r] = self._direction(k, idx[r], m[r], steps[r : r + 1], on[r : r + 1])
+                for d, p in zip(directions, self.trainer.params, strict=True):
+                    d[r].copy_(p.grad)
+        return directions, losses
+
+    def _direction(self, k: int, idx, m, steps, on) -> torch.Tensor:
+        """Client k's step direction s g + δ at its parameters, left in the module's ``.grad``; its running
+        and in-training statistics are updated. Returns its objective."""
+        model, params = self.trainer.model, self.trainer.params
+        own = torch.as_tensor([k], device=self.device)
+        ws = [t[k : k + 1] for t in self.ws]
+        own_running = [t[k] for t in self.running.values()]
+        with torch.no_grad():
+            for p, w in zip(params, ws, strict=True):
+                p.copy_(w[0])
+            for buf, stat in zip(self.trainer.buffers, own_running, strict=True):
+                buf.copy_(stat)
+        x, y = self.trainer.inputs(idx, self.dtype), self.trainer.labels[idx]
+        self.opt.zero_grad(set_to_none=False)
+        model.train()
+        loss = masked_mean_loss if self.spec.loss is None else self.spec.loss
+        value = loss(model(x), y, m)
+        if self.spec.objective is not None:
+            value = self.spec.objective(value)
+        value.backward()
+        model.eval()
+        with torch.no_grad():  # the train-mode forward pass updated the client's running statistics
+            for buf, stat in zip(self.trainer.buffers, own_running, strict=True):
+                stat.copy_(buf)
+        self._record(own, steps, on, m[None], value.detach()[None], lambda: model.features(x)[None])
+        scale, drift = combine(self.terms, ws, own)
+        with torch.no_grad():
+            for i, p in enumerate(params):
+                if scale is not None:
+                    p.grad.mul_(scale[0])
+                if drift is not None:
+                    p.grad.add_(drift[i][0])
+        return value.detach()
 
     def _swap_momentum(self, k: int) -> None:
         """Give the optimiser client k's momentum buffers (fresh zeros before its first step)."""

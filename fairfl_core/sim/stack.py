@@ -272,6 +272,28 @@ class ClientStack:
         for stat, acc in self.stats.values():
             stat.update(acc, view)
 
+    def _directions(self, sel, host_rows, steps, on) -> tuple[list[torch.Tensor], torch.Tensor]:
+        """The rows' step directions (one ``[R, ...]`` tensor per parameter) and objectives ``[R]``."""
+        raise NotImplementedError
+
+    def gradients(self, rows: np.ndarray | None = None) -> torch.Tensor:
+        """The step directions d = s g + δ of ``rows`` (None = all) at their current parameters, each on its
+        next minibatch, as ``[R, P]`` (zeros for a row whose schedule is padded or exhausted there). Streams,
+        objectives and statistics advance as in ``step``; parameters and momentum do not move: an algorithm
+        with an update rule of its own (DAdam's per-client Adam moments) applies it with ``add``."""
+        sel, host_rows, steps, on = self._positions(rows)
+        if not on.any():
+            self._advance(sel, host_rows, torch.zeros(len(steps), dtype=self.dtype, device=self.device), on)
+            return torch.zeros(len(steps), self.trainer.space.size, dtype=self.dtype, device=self.device)
+        directions, loss = self._directions(sel, host_rows, steps, on)
+        self._advance(sel, host_rows, loss, on)
+        return self.trainer.space.flatten(dict(zip(self.params, directions, strict=True)), batch_dims=1)
+
+    def add(self, delta: torch.Tensor) -> None:
+        """X ← X + ``delta`` (``[K, P]``) for the stacked parameters."""
+        for t, d in zip(self.ws, self.trainer.space.unflatten(delta.to(self.dtype)).values(), strict=True):
+            t.add_(d)
+
     def mix(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
         """X ← fn(X) for each stacked parameter tensor ``[K, ...]`` and each client's BatchNorm running
         statistics (gossip: ``fn = Mixer(W)``)."""
@@ -305,8 +327,9 @@ class BatchedStack(ClientStack):
         self.bufs = [torch.zeros_like(t) for t in self.ws] if spec.momentum else None
         self.gradient = trainer.gradient_fn(spec)
 
-    def _step(self, sel, host_rows, steps, on_host) -> None:
-        spec, lr, dtype = self.spec, self.spec.lr, self.dtype
+    def _gradient(self, sel, steps, on_host) -> _Gradient:
+        """The part of a step before the update (running and in-training statistics updated)."""
+        dtype = self.dtype
         idx, m = self._batch(sel, steps, on_host)
         ws = take(self.ws, sel)
         on = None if on_host.all() else torch.as_tensor(on_host, device=self.device).to(dtype)
@@ -321,21 +344,30 @@ class BatchedStack(ClientStack):
         grad, loss = self.gradient(params, running, x, y, m, step_scale)
         for n, old in before.items():  # a row that does not step keeps its statistics too
             running[n].copy_(torch.where(per_row(on, [old])[0] > 0, running[n], old))
+        if sel is not None:
+            for n, t in running.items():
+                self.running[n].index_copy_(0, sel, t)
         self._record(sel, steps, on_host, m, loss, lambda: self.trainer.features(params, running, x))
         on_rows = None if on is None else per_row(on, ws)
         if drift is not None and on_rows is not None:
             drift = torch._foreach_mul(drift, on_rows)
+        return _Gradient(ws, grad, drift, on, on_rows, loss.detach())
+
+    def _step(self, sel, host_rows, steps, on_host) -> None:
+        spec, lr = self.spec, self.spec.lr
+        g = self._gradient(sel, steps, on_host)
+        ws, drift, on, on_rows = g.ws, g.drift, g.on, g.on_rows
         if self.bufs is None:
             if drift is not None:
                 torch._foreach_add_(ws, drift, alpha=-lr)
-            grad.add_to(ws, -lr)
+            g.grad.add_to(ws, -lr)
         else:
             bufs = take(self.bufs, sel)
             beta = spec.momentum if on is None else per_row(on * spec.momentum + (1 - on), ws)
             torch._foreach_mul_(bufs, beta)
             if drift is not None:
                 torch._foreach_add_(bufs, drift)
-            grad.add_to(bufs, 1.0)
+            g.grad.add_to(bufs, 1.0)
             torch._foreach_add_(ws, bufs if on_rows is None else torch._foreach_mul(bufs, on_rows), alpha=-lr)
             if sel is not None:
                 for t, b in zip(self.bufs, bufs, strict=True):
@@ -343,9 +375,27 @@ class BatchedStack(ClientStack):
         if sel is not None:
             for t, w in zip(self.ws, ws, strict=True):
                 t.index_copy_(0, sel, w.detach())
-            for n, t in running.items():
-                self.running[n].index_copy_(0, sel, t)
-        self._advance(sel, host_rows, loss.detach(), on_host)
+        self._advance(sel, host_rows, g.loss, on_host)
+
+    def _directions(self, sel, host_rows, steps, on_host):
+        g = self._gradient(sel, steps, on_host)
+        d = [torch.zeros_like(w) for w in g.ws] if g.drift is None else [t.clone() for t in g.drift]
+        g.grad.add_to(d, 1.0)
+        return d, g.loss
+
+
+@dataclass
+class _Gradient:
+    """A batched step's parts before the update: the stepping rows' parameters, their gradient
+    (``add_to``), the step terms' drift (masked), the step mask (None: every row steps) as ``[R]`` and per
+    parameter tensor, and the objective ``[R]``."""
+
+    ws: list[torch.Tensor]
+    grad: ExplicitGradient
+    drift: list[torch.Tensor] | None
+    on: torch.Tensor | None
+    on_rows: list[torch.Tensor] | None
+    loss: torch.Tensor
 
 
 @dataclass

@@ -54,6 +54,7 @@ EXACT = {
 # (hyperparameters, train overrides) for the short real run.
 REAL = {
     "afl": ({"lr_lambda": 0.1}, {}),
+    "dadam": ({}, {"lr": 0.01}),  # an Adam step of 0.05 per coordinate overshoots
     "fedadagrad": ({"server_lr": 0.03}, {}),
     "fedsgd": ({}, {"lr": 0.5}),
     "gifair_global": ({"lam_frac": 0.9}, {}),

@@ -205,3 +205,35 @@ def test_bad_statistic_options_are_named():
         ActivationMean(transform="relu")
     with pytest.raises(ValueError, match="window must be one of"):
         ActivationMean(window="first_epoch")
+
+
+@pytest.mark.parametrize("kind,client_axis", FORMS)
+def test_gradients_equal_a_hand_computation_and_leave_the_parameters(kind, client_axis):
+    """gradients(rows): each row's step direction at its parameters on its next minibatch (here the plain
+    gradient), streams advanced, parameters unmoved; add() then takes the step: the same as step()."""
+    spec = LocalSpec(lr=0.1, batch_size=5, steps=3)
+    engine = _engine(kind, client_axis)
+    stack = engine.stack(CLIENTS, engine.init_params(), spec, seed=6)
+    before = stack.flat_params()
+    g = stack.gradients(np.array([0, 2]))
+    assert torch.equal(stack.flat_params(), before) and stack.cursor.tolist() == [1, 0, 1]
+    model = _model().double()
+    for row, k in ((0, 0), (1, 2)):
+        idx, m = stack.schedule.index[k, 0], stack.schedule.mask[k, 0].double()
+        w = before[k].clone().requires_grad_()
+        h = torch.func.functional_call(
+            model, engine.space.unflatten(w), (engine.data.inputs(idx, torch.float64),)
+        )
+        (by_hand,) = torch.autograd.grad(masked_mean_loss(h, engine.data.y[idx], m), w)
+        assert (g[row] - by_hand).abs().max() < 1e-12
+    stack.add(-spec.lr * torch.stack([g[0], torch.zeros_like(g[0]), g[1]]))
+    stepped = engine.stack(CLIENTS, engine.init_params(), spec, seed=6)
+    stepped.step(np.array([0, 2]))
+    assert (stack.flat_params() - stepped.flat_params()).abs().max() < 1e-12
+    assert torch.equal(stack.result().train_loss, stepped.result().train_loss)
+
+
+def test_gradients_of_an_exhausted_row_are_zero():
+    stack = _engine().stack(CLIENTS, _engine().init_params(), _spec(steps=1, momentum=0.0), seed=0)
+    stack.step()
+    assert torch.equal(stack.gradients(), torch.zeros(3, stack.trainer.space.size, dtype=torch.float64))
