@@ -1,0 +1,137 @@
+"""W4 benchmark: one AFGA round of ConvMixer-256-8 (AFGA's CIFAR-10 model), batched vs sequential.
+
+W4 = AFGA's CIFAR-10 Setting 2 on synthetic inputs of CIFAR's shape (3×32×32, random values and labels, which
+do not change the arithmetic): N = 50 clients, M = 5 of them step at each of Z local iterations (batch 50),
+then all 50 gossip over the ring, then the AMSGrad server step. The same process times, in interleaved blocks
+(medians):
+
+* ``batched``: the engine's default for convolutional models on CPU (``client_axis="auto"``: one reverse-mode
+  call per client) running AFGA's round, gossip included;
+* ``sequential``: the same round on the sequential reference engine;
+* ``gossip``: the round's Z gossip steps alone (``gossip.Mixer`` on the stacked N models);
+* the conv peak: one ConvMixer-256-8 training step (forward + backward) of a single model on M × 50 = 250
+  images, i.e. the round's convolutions as one large single-model computation.
+
+The last line is ``W4 batched_s_per_round=… sequential_s_per_round=… speedup=… efficiency=…`` with efficiency
+= training FLOP/s of the batched round / the conv peak's FLOP/s. ``--local-steps`` below the paper's Z = 24
+shortens every timed round alike (the round's cost is Z times an iteration's).
+
+Usage: ``python benchmarks/convmixer_round.py [--local-steps 24] [--repeats 3]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from fairfl_core.algorithms import build_algorithm
+from fairfl_core.data.federated import FederatedDataset
+from fairfl_core.experiments.config import TrainConfig
+from fairfl_core.gossip import Mixer, topology
+from fairfl_core.models import build_model
+from fairfl_core.sim.context import Simulation
+from fairfl_core.sim.engine import Engine
+
+N, M, BATCH, PER_CLIENT = 50, 5, 50, 100
+
+
+def forward_flops(model: nn.Module, size: int = 32) -> float:
+    """FLOPs of one image's forward pass: every convolution's multiply-adds at its output resolution plus
+    the head (GELU, BatchNorm and pooling are elementwise and left out)."""
+    flops, side = 0.0, size
+    for m in model.modules():
+        if isinstance(m, nn.Conv2d):
+            side = side // m.stride[0]
+            flops += (
+                2
+                * m.out_channels
+                * (m.in_channels // m.groups)
+                * m.kernel_size[0]
+                * m.kernel_size[1]
+                * side**2
+            )
+        elif isinstance(m, nn.Linear):
+            flops += 2 * m.in_features * m.out_features
+    return flops
+
+
+def synthetic_clients(seed: int = 0) -> FederatedDataset:
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(N * PER_CLIENT + BATCH, 3, 32, 32, generator=gen)
+    y = torch.randint(0, 10, (len(x),), generator=gen)
+    train = [torch.arange(k * PER_CLIENT, (k + 1) * PER_CLIENT) for k in range(N)]
+    tail = torch.arange(N * PER_CLIENT, len(x))
+    return FederatedDataset("synthetic-cifar", x, y, 10, train, [tail] * N, tail, torch.full((N,), -1))
+
+
+def conv_peak(model: nn.Module, reps: int = 2) -> float:
+    """FLOP/s of single-model training steps (forward + backward) on M × BATCH images."""
+    x, y = torch.randn(M * BATCH, 3, 32, 32), torch.randint(0, 10, (M * BATCH,))
+    model.train()
+    F.cross_entropy(model(x), y).backward()  # warm-up
+    start = time.perf_counter()
+    for _ in range(reps):
+        model.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+    return 3 * forward_flops(model) * M * BATCH * reps / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--local-steps", type=int, default=24, help="Z, local iterations per round (paper: 24)"
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved timing blocks (medians)")
+    args = parser.parse_args()
+    print(f"threads={torch.get_num_threads()} torch={torch.__version__} Z={args.local_steps}")
+    data, model = synthetic_clients(), build_model("convmixer", num_classes=10, in_channels=3)
+    train = TrainConfig(
+        rounds=10, clients_per_round=M, batch_size=BATCH, lr=2.0, local_steps=args.local_steps
+    )
+    algos = {
+        kind: build_algorithm("afga", Simulation(Engine(model, data, kind=kind), train, seed=0), {})
+        for kind in ("batched", "sequential")
+    }
+    mixer, stacked = Mixer(topology("ring", N)), algos["batched"].w.expand(N, -1).contiguous()
+    out = torch.empty_like(stacked)
+
+    def gossip(_):
+        for _ in range(args.local_steps):
+            mixer(stacked, out=out)
+
+    runs = {"batched": algos["batched"].round, "sequential": algos["sequential"].round, "gossip": gossip}
+    peak_model = build_model("convmixer", num_classes=10, in_channels=3)
+    for run in runs.values():  # warm-up
+        run(0)
+    peaks, times = [], {name: [] for name in runs}
+    for block in range(args.repeats):
+        peaks.append(conv_peak(peak_model))
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run(block + 1)
+            times[name].append(time.perf_counter() - start)
+    peak = statistics.median(peaks)
+    med = {name: statistics.median(v) for name, v in times.items()}
+    flops = 3 * forward_flops(model) * M * BATCH * args.local_steps
+    print(
+        f"training GFLOP per round={flops / 1e9:.1f} conv peak GFLOP/s={peak / 1e9:.1f} "
+        f"(medians of {args.repeats} interleaved blocks)"
+    )
+    for name, values in times.items():
+        share = "" if name == "gossip" else f" ({flops / med[name] / peak:.3f} of the conv peak)"
+        print(
+            f"  {name} s/round: median {med[name]:.3f}{share}, blocks " + " ".join(f"{v:.3f}" for v in values)
+        )
+    print(
+        f"W4 batched_s_per_round={med['batched']:.3f} sequential_s_per_round={med['sequential']:.3f} "
+        f"speedup={med['sequential'] / med['batched']:.2f} efficiency={flops / med['batched'] / peak:.3f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
