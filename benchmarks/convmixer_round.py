@@ -9,12 +9,13 @@ then all 50 gossip over the ring, then the AMSGrad server step. The same process
   call per client) running AFGA's round, gossip included;
 * ``sequential``: the same round on the sequential reference engine;
 * ``gossip``: the round's Z gossip steps alone (``gossip.Mixer`` on the stacked N models);
-* the conv peak: one ConvMixer-256-8 training step (forward + backward) of a single model on M × 50 = 250
-  images, i.e. the round's convolutions as one large single-model computation.
+* the conv peak: the faster of one ConvMixer-256-8 training step (forward + backward) of a single model on 50
+  images (one client's step) and on M × 50 = 250 images (the iteration's convolutions as one computation);
+* the FLOP/s of a large fp32 matmul (as W1).
 
 The last line is ``W4 batched_s_per_round=… sequential_s_per_round=… speedup=… efficiency=…`` with efficiency
-= training FLOP/s of the batched round / the conv peak's FLOP/s. ``--local-steps`` below the paper's Z = 24
-shortens every timed round alike (the round's cost is Z times an iteration's).
+= training FLOP/s of the batched round / the conv peak's FLOP/s; the matmul fraction is printed above it.
+``--local-steps`` below the paper's Z = 24 shortens every timed round alike (a round costs Z iterations).
 
 Usage: ``python benchmarks/convmixer_round.py [--local-steps 24] [--repeats 3]``
 """
@@ -26,6 +27,7 @@ import statistics
 import time
 
 import torch
+from round_speed import matmul_flops
 from torch import nn
 from torch.nn import functional as F
 
@@ -70,15 +72,18 @@ def synthetic_clients(seed: int = 0) -> FederatedDataset:
 
 
 def conv_peak(model: nn.Module, reps: int = 2) -> float:
-    """FLOP/s of single-model training steps (forward + backward) on M × BATCH images."""
-    x, y = torch.randn(M * BATCH, 3, 32, 32), torch.randint(0, 10, (M * BATCH,))
-    model.train()
-    F.cross_entropy(model(x), y).backward()  # warm-up
-    start = time.perf_counter()
-    for _ in range(reps):
-        model.zero_grad()
-        F.cross_entropy(model(x), y).backward()
-    return 3 * forward_flops(model) * M * BATCH * reps / (time.perf_counter() - start)
+    """FLOP/s of single-model training steps (forward + backward): the faster of batch BATCH and M × BATCH."""
+    best = 0.0
+    for batch in (BATCH, M * BATCH):
+        x, y = torch.randn(batch, 3, 32, 32), torch.randint(0, 10, (batch,))
+        model.train()
+        F.cross_entropy(model(x), y).backward()  # warm-up
+        start = time.perf_counter()
+        for _ in range(reps):
+            model.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+        best = max(best, 3 * forward_flops(model) * batch * reps / (time.perf_counter() - start))
+    return best
 
 
 def main() -> None:
@@ -108,9 +113,10 @@ def main() -> None:
     peak_model = build_model("convmixer", num_classes=10, in_channels=3)
     for run in runs.values():  # warm-up
         run(0)
-    peaks, times = [], {name: [] for name in runs}
+    peaks, matmuls, times = [], [], {name: [] for name in runs}
     for block in range(args.repeats):
         peaks.append(conv_peak(peak_model))
+        matmuls.append(matmul_flops(torch.device("cpu"), reps=5))
         for name, run in runs.items():
             start = time.perf_counter()
             run(block + 1)
@@ -118,9 +124,11 @@ def main() -> None:
     peak = statistics.median(peaks)
     med = {name: statistics.median(v) for name, v in times.items()}
     flops = 3 * forward_flops(model) * M * BATCH * args.local_steps
+    matmul = statistics.median(matmuls)
     print(
-        f"training GFLOP per round={flops / 1e9:.1f} conv peak GFLOP/s={peak / 1e9:.1f} "
-        f"(medians of {args.repeats} interleaved blocks)"
+        f"training GFLOP per round={flops / 1e9:.1f} conv peak GFLOP/s={peak / 1e9:.1f} matmul GFLOP/s="
+        f"{matmul / 1e9:.1f} (medians of {args.repeats} interleaved blocks); batched round at "
+        f"{flops / med['batched'] / matmul:.3f} of the matmul peak"
     )
     for name, values in times.items():
         share = "" if name == "gossip" else f" ({flops / med[name] / peak:.3f} of the conv peak)"
