@@ -80,4 +80,4 @@ class DAdam(DSGD):
         state.update(m=m, v=v, v_hat=v_hat)
         stack.mix(mixer)
         step = stack.spec.lr * m / (v_hat.sqrt() + hp.eps)
-        stack.add(torch.where(stepped, -step, torch.zeros_like(step)))
+        stack.add(-step * stepped)
