@@ -187,6 +187,7 @@ CLI_CASES = [
     ),
     ("eval-every-zero", "run", None, ["--set", "eval.every=0"], ["eval.every", "positive"]),
     ("eval-batch-zero", "run", None, ["--set", "eval.batch=0"], ["eval.batch", "positive"]),
+    ("eval-models-unknown", "run", None, ["--set", "eval.models=mine"], ["eval.models", "'global'"]),
     ("engine-kind", "run", None, ["--set", "engine.kind=warp"], ["engine.kind", "'batched' or 'sequential'"]),
     ("engine-dtype", "run", None, ["--set", "engine.dtype=float16"], ["engine.dtype", "'float64'"]),
     ("engine-threads", "run", None, ["--set", "engine.threads=-1"], ["engine.threads", "positive integer"]),

@@ -60,6 +60,9 @@ class TrainConfig:
 class EvalConfig:
     every: int = 20
     batch: int = 8192
+    # which models a report row judges a personalised method by: "own" = each client's personal model,
+    # "global" = the global model (both are evaluated every time; not part of the run's identity)
+    models: str = "own"
 
 
 @dataclass
@@ -121,6 +124,7 @@ class ExperimentConfig:
             _require(v is None or v > 0, f"train.{key}", v, "a positive integer or null")
         _require(self.eval.every > 0, "eval.every", self.eval.every, "a positive integer")
         _require(self.eval.batch > 0, "eval.batch", self.eval.batch, "a positive integer")
+        _require(self.eval.models in ("own", "global"), "eval.models", self.eval.models, "'own' or 'global'")
         _require(self.checkpoint_every > 0, "checkpoint_every", self.checkpoint_every, "a positive integer")
         _require(
             self.engine.kind in ("batched", "sequential"),
@@ -257,6 +261,7 @@ _NOT_IDENTITY = {
     ("engine", "threads"),
     ("engine", "client_axis"),
     ("eval", "batch"),
+    ("eval", "models"),
 }
 
 

@@ -161,17 +161,20 @@ def _fairness(
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}
 
 
-def _summary(rec: dict[str, Any], groups: np.ndarray) -> dict[str, Any]:
+def _summary(rec: dict[str, Any], groups: np.ndarray, acc_key: str | None = None) -> dict[str, Any]:
     """The fairness metrics of an evaluation (the personalised models' where there are some) and, with
     validation data, the same on it as ``val_<key>`` (``val_mean``, ``val_var``, ``val_group_gap``, ...;
-    none of the pooled-test ones)."""
-    acc_key = client_accuracy_key(rec)
+    none of the pooled-test ones). A personalised method's summary also holds its global model's metrics
+    as ``global_model`` (the rows of ``eval.models: global``)."""
+    acc_key = acc_key or client_accuracy_key(rec)
     loss_key = acc_key.replace("_acc", "_loss")
     out = _fairness(rec[acc_key], rec[loss_key], groups, rec["global_acc"])
     out["evaluated"] = "personal" if acc_key == "personal_acc" else "global"
     if f"val_{acc_key}" in rec:
         val = _fairness(rec[f"val_{acc_key}"], rec[f"val_{loss_key}"], groups)
         out.update({f"val_{k}": v for k, v in val.items() if k not in ("global_acc", "cv", "sigma_acc")})
+    if acc_key == "personal_acc":
+        out["global_model"] = _summary(rec, groups, "client_acc")
     return out
 
 

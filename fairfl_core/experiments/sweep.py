@@ -15,7 +15,8 @@ Executors: ``inline`` (this process) and ``process`` (a local process pool); bot
 exist, so a sweep killed at any moment and started again recomputes no finished run and resumes the others
 from their checkpoints (:mod:`fairfl_core.experiments.runner`). A pool worker exits when the sweep's process
 dies, even by SIGKILL. A run that raises is reported as ``failed`` with its config hash and error, and the
-sweep carries on. Tables of the results: :mod:`fairfl_core.report`.
+sweep carries on. Configs of one run (equal hashes: one setting reported under two labels) run once. Tables of
+the results: :mod:`fairfl_core.report`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import os
 import threading
 import traceback
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -164,4 +165,10 @@ def run_sweep(
     if device is not None:
         parse_device(device)
     writable_results_dir(results_dir)  # checked once, before any run starts
-    return EXECUTORS[executor](list(configs), str(results_dir), progress, device, workers)
+    configs = list(configs)
+    distinct = {}  # configs of one run (same hash: e.g. one run reported as two rows) run once
+    for c in configs:
+        distinct.setdefault(config_hash(c), c)
+    outcomes = EXECUTORS[executor](list(distinct.values()), str(results_dir), progress, device, workers)
+    by_hash = {o.hash: o for o in outcomes}
+    return [replace(by_hash[config_hash(c)], config=c) for c in configs]

@@ -43,9 +43,26 @@ def _setting(config: dict[str, Any]) -> str:
     return config_hash(dataclasses.replace(ExperimentConfig.from_dict(config), seed=0))
 
 
-def _run_row(path: Path, label: str | None) -> dict[str, Any]:
+def _judged(summary: dict[str, Any], models: str, path: Path) -> dict[str, Any]:
+    """The summary metrics of the models the run's row reports (``eval.models``): a personalised method's
+    own models by default, its global model with ``global``."""
+    global_model = summary.pop("global_model", None)
+    if models != "global" or summary.get("evaluated") != "personal":
+        return summary
+    if global_model is None:
+        raise ValueError(
+            f"run {path} ({summary.get('name')}) is asked for its global model's metrics (eval.models: "
+            "global) but finished before fairfl stored them in summary.json; delete that run directory to "
+            "rerun it"
+        )
+    return {**summary, **global_model}
+
+
+def _run_row(path: Path, label: str | None, models: str = "own") -> dict[str, Any]:
     store = RunStore(path)
     summary, config = store.summary(), store.config()
+    config.setdefault("eval", {})["models"] = models
+    summary = _judged(summary, models, path)
     data = config["data"]
     row = {
         "method": label or summary.get("name") or summary["algorithm"],
@@ -80,20 +97,25 @@ def load_runs(results_dir: str | Path, configs: Iterable[ExperimentConfig] | Non
     if configs is None:
         # a corrupt summary.json is left out with a warning naming it (running the experiment recomputes it)
         found = sorted(results_dir.glob("*/summary.json"))
-        paths = [(f.parent, None) for f in found if RunStore(f.parent).summary() is not None]
+        paths = [(f.parent, None, "own") for f in found if RunStore(f.parent).summary() is not None]
         if not paths:
             raise FileNotFoundError(
                 f"no finished runs under {results_dir} (each run writes <hash>/summary.json)"
             )
     else:
-        paths = [(results_dir / config_hash(c), c.name or None) for c in configs]
-        missing = [f"{label} ({p.name})" for p, label in paths if not RunStore(p).is_done()]
+        paths = [(results_dir / config_hash(c), c.name or None, c.eval.models) for c in configs]
+        missing = [f"{label} ({p.name})" for p, label, _ in paths if not RunStore(p).is_done()]
         if missing:
             raise FileNotFoundError(
                 f"{len(missing)} run(s) not finished under {results_dir}: {missing}; "
                 "run them first (run_sweep(configs, results_dir) or `fairfl sweep`)"
             )
-    return pd.DataFrame([_run_row(p, label) for p, label in paths])
+    return pd.DataFrame([_run_row(*p) for p in paths])
+
+
+def _accuracy_key(run, rec: dict[str, Any]) -> str:
+    """The per-client accuracies of evaluation ``rec`` that ``run``'s row reports (see :func:`_judged`)."""
+    return "client_acc" if getattr(run, "evaluated", None) == "global" else client_accuracy_key(rec)
 
 
 def load_curves(runs: pd.DataFrame, metrics_: Iterable[str] = CURVE_METRICS) -> pd.DataFrame:
@@ -105,7 +127,7 @@ def load_curves(runs: pd.DataFrame, metrics_: Iterable[str] = CURVE_METRICS) -> 
     for run in runs.itertuples(index=False):
         for rec in RunStore(run.path).records("evals"):
             summary = metrics.fairness_summary(
-                np.asarray(rec[client_accuracy_key(rec)]), global_acc=rec["global_acc"]
+                np.asarray(rec[_accuracy_key(run, rec)]), global_acc=rec["global_acc"]
             )
             rows.append(
                 {
@@ -133,7 +155,7 @@ def load_client_accuracies(runs: pd.DataFrame, round_: int | None = None) -> pd.
                 f"{round_}; evaluated rounds: {[r['round'] for r in evals]}"
             )
         rec = at[-1]
-        acc = rec[client_accuracy_key(rec)]
+        acc = rec[_accuracy_key(run, rec)]
         rows += [
             {
                 "method": run.method,

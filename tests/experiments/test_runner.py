@@ -66,6 +66,38 @@ def test_summary_of_validation_leaves_out_clients_without_validation_data():
     assert _summary(only_one_group, groups)["val_group_gap"] is None  # one group left: no discrepancy
 
 
+def test_summary_of_a_personalised_method_also_holds_its_global_model():
+    groups = np.array([0, 0, 1, 1])
+    rec = {
+        "global_acc": 50.0,
+        "client_acc": [10.0, 20.0, 30.0, 40.0],
+        "client_loss": [1.0, 1.0, 1.0, 1.0],
+        "personal_acc": [50.0, 60.0, 70.0, 90.0],
+        "personal_loss": [0.5, 0.5, 0.5, 0.5],
+    }
+    out = _summary(rec, groups)
+    assert out["mean"] == 67.5 and out["group_gap"] == 25.0
+    glob = out["global_model"]
+    assert glob["evaluated"] == "global" and glob["mean"] == 25.0 and glob["var"] == 125.0
+    assert glob["group_gap"] == 20.0 and glob["global_acc"] == 50.0 and "global_model" not in glob
+    assert "global_model" not in _summary({k: v for k, v in rec.items() if "personal" not in k}, groups)
+
+
+def test_configs_of_one_run_under_two_labels_run_once(tmp_path, monkeypatch):
+    base = digits_config().to_dict()
+    base["train"]["rounds"] = 2
+    own = ExperimentConfig.from_dict({**base, "name": "Ditto"})
+    glob = apply_overrides({**base, "name": "Ditto (global)"}, ["eval.models=global"])
+    glob = ExperimentConfig.from_dict(glob)
+    calls = []
+    real = FedAvg.round
+    monkeypatch.setattr(FedAvg, "round", lambda self, t: calls.append(t) or real(self, t))
+    outcomes = run_sweep([own, glob], tmp_path, progress=False)
+    assert calls == [0, 1]  # one run of 2 rounds, not two
+    assert [o.config.name for o in outcomes] == ["Ditto", "Ditto (global)"]
+    assert outcomes[0].hash == outcomes[1].hash and all(o.status == "complete" for o in outcomes)
+
+
 def test_complete_run_is_not_recomputed(cfg, tmp_path, monkeypatch):
     first = run_experiment(cfg, tmp_path, progress=False)
     monkeypatch.setattr(FedAvg, "round", lambda self, t: pytest.fail("a finished run was recomputed"))

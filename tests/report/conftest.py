@@ -19,6 +19,7 @@ def make_config(
     data: str = "fashion_mnist",
     stand_in: str | None = None,
     params: dict | None = None,
+    models: str = "own",
 ) -> ExperimentConfig:
     return ExperimentConfig.from_dict(
         {
@@ -27,7 +28,7 @@ def make_config(
             "algorithm": {"name": algorithm, "params": params or {}},
             "data": {"name": data, "partition": "shards", "num_clients": 4, "stand_in": stand_in},
             "train": {"rounds": 4},
-            "eval": {"every": 2},
+            "eval": {"every": 2, "models": models},
         }
     )
 
@@ -58,6 +59,7 @@ def write_run(
     last_round = max(evals)
     global_acc, acc = evals[last_round]
     judged = personal[last_round] if personal is not None else acc
+    global_model = metrics.fairness_summary(np.asarray(acc), global_acc=global_acc) | {"evaluated": "global"}
     label = f"{cfg.data.name} (stand-in for {cfg.data.stand_in})" if cfg.data.stand_in else cfg.data.name
     summary = {
         "status": status,
@@ -71,6 +73,8 @@ def write_run(
         "seconds_per_round": 0.01,
         "device": "cpu",
         **metrics.fairness_summary(np.asarray(judged), global_acc=global_acc),
+        "evaluated": "personal" if personal is not None else "global",
+        **({"global_model": global_model} if personal is not None else {}),
     }
     store.finish(summary)
     return store.path

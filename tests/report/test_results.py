@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from fairfl_core.experiments.config import config_hash
@@ -83,6 +85,38 @@ def test_curves_and_client_accuracies_use_personalised_models_when_present(tmp_p
     runs = load_runs(tmp_path, [cfg])
     assert load_curves(runs).set_index("round").loc[2, "mean"] == pytest.approx(80.0)
     assert load_client_accuracies(runs)["acc"].tolist() == [90.0, 70.0]
+
+
+def test_a_personalised_run_read_with_global_models_reports_its_global_model(tmp_path):
+    own = make_config("Ditto", "ditto", params={"lam": 0.5})
+    glob = make_config("Ditto (global model)", "ditto", params={"lam": 0.5}, models="global")
+    write_run(
+        tmp_path,
+        own,
+        {0: (10.0, [0.0, 0.0]), 2: (50.0, [40.0, 60.0])},
+        personal={0: [20.0, 20.0], 2: [90.0, 70.0]},
+    )
+    runs = load_runs(tmp_path, [own, glob]).set_index("method")
+    assert runs.loc["Ditto", "mean"] == 80.0 and runs.loc["Ditto", "evaluated"] == "personal"
+    g = runs.loc["Ditto (global model)"]
+    assert g["mean"] == 50.0 and g["var"] == 100.0 and g["evaluated"] == "global"
+    assert "global_model" not in runs
+    assert runs["hash"].nunique() == 1
+    curves = load_curves(runs.reset_index()).set_index(["method", "round"])
+    assert curves.loc[("Ditto (global model)", 2), "mean"] == 50.0
+    assert curves.loc[("Ditto", 2), "mean"] == 80.0
+    accs = load_client_accuracies(runs.reset_index())
+    assert accs[accs["method"] == "Ditto (global model)"]["acc"].tolist() == [40.0, 60.0]
+
+
+def test_global_models_of_a_run_finished_without_them_name_the_run_and_the_fix(tmp_path):
+    glob = make_config("Ditto", "ditto", models="global")
+    path = write_run(tmp_path, glob, {2: (50.0, [40.0, 60.0])}, personal={2: [90.0, 70.0]})
+    summary = json.loads((path / "summary.json").read_text())
+    del summary["global_model"]
+    (path / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(ValueError, match="eval.models: global.*delete that run directory to rerun it"):
+        load_runs(tmp_path, [glob])
 
 
 def test_load_client_accuracies_last_or_given_round(tmp_path):
