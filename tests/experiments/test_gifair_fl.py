@@ -219,7 +219,25 @@ def test_lambda_checks_read_figures_4_and_5_seed_aware():
     assert flat["result"].iloc[:2].tolist() == ["within noise", "within noise"]
 
 
-TABLES = [*FEMNIST_TABLES, "gifair_table5_shakespeare", "gifair_table6_shakespeare_gender"]
+TABLES = [
+    *FEMNIST_TABLES,
+    "gifair_table5_shakespeare",
+    "gifair_table6_shakespeare_gender",
+    "gifair_table6_shakespeare_gender_random_split",
+]
+
+
+@pytest.mark.parametrize("profile", ["smoke", "quick", "paper"])
+def test_table6_random_split_is_table6_on_the_papers_random_per_window_split(profile):
+    leak_free = experiment_configs("gifair_table6_shakespeare_gender", profile)
+    random = experiment_configs("gifair_table6_shakespeare_gender_random_split", profile)
+    assert [c.name for c in random] == [c.name for c in leak_free]
+    for a, b in zip(leak_free, random, strict=True):
+        assert a.data.loader_options.get("split", "leak_free") == "leak_free"
+        assert b.data.loader_options == {**a.data.loader_options, "split": "leaky"}
+        assert b.to_dict() | {"data": None} == a.to_dict() | {"data": None}
+    paper = get_experiment("gifair_table6_shakespeare_gender_random_split").paper
+    assert paper.table == "Table 6"
 
 
 def test_every_setting_holds_out_ten_percent_of_each_clients_data_for_validation():
