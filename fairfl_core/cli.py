@@ -76,6 +76,7 @@ def cmd_sweep(args) -> int:
         workers=args.workers,
         progress=not args.quiet,
         device=args.device,
+        **_ray_options(args),
     )
     failed = [o for o in outcomes if o.status == "failed"]
     for o in failed:  # the error's first line; the traceback stays in SweepOutcome.error
@@ -85,6 +86,18 @@ def cmd_sweep(args) -> int:
     if finished:  # the table of the runs that finished
         print(_summary_table(args.results, None, finished).to_string(index=False))
     return 1 if failed else 0
+
+
+def _ray_options(args) -> dict:
+    """run_sweep's Ray options from the flags (only with --executor ray; an error names a stray flag)."""
+    given = {"ray_address": args.ray_address, "num_cpus": args.ray_cpus, "num_gpus": args.ray_gpus}
+    given = {k: v for k, v in given.items() if v is not None}
+    if args.executor != "ray":
+        if given:
+            flags = ", ".join("--" + k.replace("num_", "ray-").replace("_", "-") for k in given)
+            raise ValueError(f"{flags} only apply with --executor ray (got --executor {args.executor})")
+        return {}
+    return given
 
 
 def _summary_table(results_dir: str, metrics: str | None, configs=None):
@@ -119,8 +132,20 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("sweep", help="run a sweep config (algorithms × seeds × grid)")
     _common(p)
-    p.add_argument("--executor", default="inline", choices=["inline", "process"])
-    p.add_argument("--workers", type=_positive_int, default=None, help="processes (default: half the cores)")
+    p.add_argument("--executor", default="inline", choices=["inline", "process", "ray"])
+    p.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=None,
+        help="processes, or a local Ray's CPUs (default: half the cores)",
+    )
+    p.add_argument(
+        "--ray-address", default=None, help="Ray cluster to use (default: $RAY_ADDRESS, else a local one)"
+    )
+    p.add_argument(
+        "--ray-cpus", type=_positive_int, default=None, help="CPUs per run (default: engine.threads or 1)"
+    )
+    p.add_argument("--ray-gpus", type=float, default=None, help="GPUs per run (default: 1 on cuda, else 0)")
     p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("summarize", help="table of final fairness metrics, mean ± std over seeds")
     p.add_argument("results_dir")

@@ -35,6 +35,7 @@ from fairfl_core.sim.engine import Engine
 
 __all__ = [
     "RunResult",
+    "cached_run",
     "evaluate",
     "federated_data",
     "parse_device",
@@ -206,6 +207,20 @@ def _changed(stored: dict[str, Any] | None, current: dict[str, Any]) -> list[str
     if stored is None:
         return []
     return sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
+
+
+def cached_run(cfg: ExperimentConfig, results_dir: str | Path) -> RunResult | None:
+    """The finished run of ``cfg`` under ``results_dir``, or None: not run, unfinished, or run with other
+    resolved hyperparameters (an algorithm default changed since; ``run_experiment`` recomputes it)."""
+    store = RunStore(Path(results_dir) / config_hash(cfg))
+    if not store.is_done():
+        return None
+    cached = store.summary()
+    return (
+        None
+        if _changed(cached.get("algorithm_hyper"), resolved_hyper(cfg))
+        else RunResult(store.path, cached)
+    )
 
 
 def run_experiment(

@@ -11,12 +11,13 @@ A sweep config is a run config plus a ``sweep`` section::
 An algorithm entry's ``overrides`` (``section.field=value``, as ``--set``) apply to its runs only, after the
 grid: a control that differs from the base config in one setting.
 
-Executors: ``inline`` (this process) and ``process`` (a local process pool); both skip runs whose results
-exist, so a sweep killed at any moment and started again recomputes no finished run and resumes the others
-from their checkpoints (:mod:`fairfl_core.experiments.runner`). A pool worker exits when the sweep's process
-dies, even by SIGKILL. A run that raises is reported as ``failed`` with its config hash and error, and the
-sweep carries on. Configs of one run (equal hashes: one setting reported under two labels) run once. Tables of
-the results: :mod:`fairfl_core.report`.
+Executors: ``inline`` (this process), ``process`` (a local process pool) and ``ray`` (one Ray task per run on
+a cluster or a local Ray instance, :mod:`fairfl_core.experiments.ray_executor`). Runs whose results exist are
+never scheduled, so a sweep killed at any moment and started again recomputes no finished run and resumes
+the others from their checkpoints (:mod:`fairfl_core.experiments.runner`). A pool worker exits when the
+sweep's process dies, even by SIGKILL. A run that raises is reported as ``failed`` with its config hash and
+error, and the sweep carries on. Configs of one run (equal hashes: one setting reported under two labels) run
+once. Tables of the results: :mod:`fairfl_core.report`.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from fairfl_core.experiments.config import ExperimentConfig, apply_overrides, config_hash
-from fairfl_core.experiments.runner import RunResult, parse_device, run_experiment
+from fairfl_core.experiments.ray_executor import ray_executor
+from fairfl_core.experiments.runner import RunResult, cached_run, parse_device, run_experiment
 from fairfl_core.experiments.store import writable_results_dir
 
 __all__ = ["EXECUTORS", "SweepOutcome", "expand_sweep", "run_sweep"]
@@ -146,7 +148,11 @@ def _process_pool(configs, results_dir, progress, device, workers):
         return [f.result() for f in futures]
 
 
-EXECUTORS: dict[str, Callable[..., list[SweepOutcome]]] = {"inline": _inline, "process": _process_pool}
+EXECUTORS: dict[str, Callable[..., list[SweepOutcome]]] = {
+    "inline": _inline,
+    "process": _process_pool,
+    "ray": ray_executor,
+}
 
 
 def run_sweep(
@@ -157,11 +163,22 @@ def run_sweep(
     workers: int | None = None,
     progress: bool = True,
     device: str | None = None,
+    **ray_options,
 ) -> list[SweepOutcome]:
+    """Run every config not already finished under ``results_dir`` through ``executor`` and return one
+    outcome per config, in order. ``workers``: the pool's processes, or a local Ray instance's CPUs.
+    ``ray_options`` (``ray_address``, ``num_cpus``, ``num_gpus`` per run) go to the ``ray`` executor
+    (:mod:`fairfl_core.experiments.ray_executor`)."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {sorted(EXECUTORS)}, got {executor!r}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers={workers!r} must be a positive number of processes (None: half the cores)")
+    unknown = sorted(set(ray_options) - {"ray_address", "num_cpus", "num_gpus"})
+    if unknown or (ray_options and executor != "ray"):
+        raise ValueError(
+            f"executor options {sorted(ray_options)} apply only to executor='ray' (ray_address, num_cpus, "
+            f"num_gpus); got executor={executor!r}"
+        )
     if device is not None:
         parse_device(device)
     writable_results_dir(results_dir)  # checked once, before any run starts
@@ -169,6 +186,11 @@ def run_sweep(
     distinct = {}  # configs of one run (same hash: e.g. one run reported as two rows) run once
     for c in configs:
         distinct.setdefault(config_hash(c), c)
-    outcomes = EXECUTORS[executor](list(distinct.values()), str(results_dir), progress, device, workers)
-    by_hash = {o.hash: o for o in outcomes}
+    done = {h: cached_run(c, results_dir) for h, c in distinct.items()}  # finished runs are never scheduled
+    todo = [c for h, c in distinct.items() if done[h] is None]
+    outcomes = (
+        EXECUTORS[executor](todo, str(results_dir), progress, device, workers, **ray_options) if todo else []
+    )
+    by_hash = {h: SweepOutcome(distinct[h], r) for h, r in done.items() if r is not None}
+    by_hash |= {o.hash: o for o in outcomes}
     return [replace(by_hash[config_hash(c)], config=c) for c in configs]
