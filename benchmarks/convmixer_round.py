@@ -42,47 +42,58 @@ from fairfl_core.sim.engine import Engine
 N, M, BATCH, PER_CLIENT = 50, 5, 50, 100
 
 
-def forward_flops(model: nn.Module, size: int = 32) -> float:
-    """FLOPs of one image's forward pass: every convolution's multiply-adds at its output resolution plus
-    the head (GELU, BatchNorm and pooling are elementwise and left out)."""
-    flops, side = 0.0, size
-    for m in model.modules():
+def forward_flops(model: nn.Module, shape: tuple[int, ...] = (3, 32, 32)) -> float:
+    """FLOPs of one input's forward pass: every convolution's and linear layer's multiply-adds, at the output
+    sizes a forward pass of one input of ``shape`` gives (activations, normalisation and pooling are
+    elementwise and left out)."""
+    flops = []
+
+    def count(m, _, out):
         if isinstance(m, nn.Conv2d):
-            side = side // m.stride[0]
-            flops += (
-                2
-                * m.out_channels
-                * (m.in_channels // m.groups)
-                * m.kernel_size[0]
-                * m.kernel_size[1]
-                * side**2
+            flops.append(
+                2 * out[0].numel() * (m.in_channels // m.groups) * m.kernel_size[0] * m.kernel_size[1]
             )
         elif isinstance(m, nn.Linear):
-            flops += 2 * m.in_features * m.out_features
-    return flops
+            flops.append(2 * m.in_features * m.out_features)
+
+    hooks = [m.register_forward_hook(count) for m in model.modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
+    with torch.no_grad():
+        model.eval()(torch.zeros(1, *shape))
+    for h in hooks:
+        h.remove()
+    return float(sum(flops))
 
 
-def synthetic_clients(seed: int = 0) -> FederatedDataset:
+def synthetic_clients(
+    shape: tuple[int, ...] = (3, 32, 32), clients: int = N, per_client: int = PER_CLIENT, seed: int = 0
+) -> FederatedDataset:
+    """``clients`` clients of ``per_client`` random inputs of ``shape`` and random labels (10 classes)."""
     gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(N * PER_CLIENT + BATCH, 3, 32, 32, generator=gen)
+    x = torch.randn(clients * per_client + BATCH, *shape, generator=gen)
     y = torch.randint(0, 10, (len(x),), generator=gen)
-    train = [torch.arange(k * PER_CLIENT, (k + 1) * PER_CLIENT) for k in range(N)]
-    tail = torch.arange(N * PER_CLIENT, len(x))
-    return FederatedDataset("synthetic-cifar", x, y, 10, train, [tail] * N, tail, torch.full((N,), -1))
+    train = [torch.arange(k * per_client, (k + 1) * per_client) for k in range(clients)]
+    tail = torch.arange(clients * per_client, len(x))
+    return FederatedDataset("synthetic", x, y, 10, train, [tail] * clients, tail, torch.full((clients,), -1))
 
 
-def conv_peak(model: nn.Module, reps: int = 2) -> float:
-    """FLOP/s of single-model training steps (forward + backward): the faster of batch BATCH and M × BATCH."""
-    best = 0.0
-    for batch in (BATCH, M * BATCH):
-        x, y = torch.randn(batch, 3, 32, 32), torch.randint(0, 10, (batch,))
+def conv_peak(
+    model: nn.Module,
+    shape: tuple[int, ...] = (3, 32, 32),
+    batches: tuple[int, ...] = (BATCH, M * BATCH),
+    reps=2,
+) -> float:
+    """FLOP/s of single-model training steps (forward + backward) on inputs of ``shape``: the fastest of the
+    ``batches`` sizes."""
+    best, per_input = 0.0, forward_flops(model, shape)
+    for batch in batches:
+        x, y = torch.randn(batch, *shape), torch.randint(0, 10, (batch,))
         model.train()
         F.cross_entropy(model(x), y).backward()  # warm-up
         start = time.perf_counter()
         for _ in range(reps):
             model.zero_grad()
             F.cross_entropy(model(x), y).backward()
-        best = max(best, 3 * forward_flops(model) * batch * reps / (time.perf_counter() - start))
+        best = max(best, 3 * per_input * batch * reps / (time.perf_counter() - start))
     return best
 
 
