@@ -23,6 +23,7 @@ __all__ = [
     "lambda_claims",
     "paper_random_accuracy",
     "phi_claims",
+    "selection_agreement",
     "table1_claims",
     "window_claims",
     "with_loss_curve",
@@ -50,6 +51,32 @@ def with_loss_curve(curves: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     }
     loss = [per_run[h].get(r) for h, r in zip(curves["hash"], curves["round"], strict=True)]
     return curves.assign(train_loss=pd.to_numeric(pd.Series(loss, index=curves.index), errors="coerce"))
+
+
+def selection_agreement(runs: pd.DataFrame, reference: str) -> pd.DataFrame:
+    """How often each method picks what ``reference`` (e.g. DivFL) picks, run against run of the same seed
+    over their common rounds: ``same_set`` (% of rounds with the identical set of clients) and ``overlap`` (%:
+    mean share of a round's clients that the reference also selected)."""
+    picks = {
+        (m, seed): [set(r["selected"]) for r in RunStore(p).records("rounds")]
+        for m, seed, p in zip(runs["method"], runs["seed"], runs["path"], strict=True)
+    }
+    rows = []
+    for (method, seed), sets in picks.items():
+        ref = picks.get((reference, seed))
+        if ref is None:
+            raise ValueError(f"no {reference!r} run of seed {seed} to compare {method!r} with")
+        pairs = list(zip(sets, ref, strict=False))
+        rows.append(
+            {
+                "method": method,
+                "seed": seed,
+                "rounds": len(pairs),
+                "same_set": 100 * np.mean([a == b for a, b in pairs]),
+                "overlap": 100 * np.mean([len(a & b) / len(b) for a, b in pairs]),
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def table1_claims(subtrunc: str, unionfl: str, others: dict[str, str]) -> list[Claim]:

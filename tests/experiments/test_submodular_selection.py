@@ -16,7 +16,19 @@ def test_every_printed_row_has_a_run(name):
     exp = get_experiment(name)
     paper = load_paper_results("submodular_selection")
     printed = set(paper.loc[paper["table"] == exp.paper.table, "method"])
-    assert {m.paper_row for m in exp.method_list()} == printed
+    rows = {m.paper_row for m in exp.method_list()}
+    assert rows - {None} == printed  # None: a labelled control without a paper row
+    if None in rows:
+        controls = [m for m in exp.method_list() if m.paper_row is None]
+        assert [m.params["distance_scale"] for m in controls] == ["mean"] and name.startswith(
+            "submodular_table1"
+        )
+
+
+def test_table1_normalised_control_differs_from_subtrunc_only_in_the_distance_scale():
+    cfg = {c.name: c for c in experiment_configs("submodular_table1_mnist", "paper", seeds=[0])}
+    control = cfg["SubTrunc (λ=0.95, distances ÷ their mean)"]
+    assert control.algorithm.params == {**cfg["SubTrunc (λ=0.95)"].algorithm.params, "distance_scale": "mean"}
 
 
 def test_shared_rows_are_one_run_and_the_constants_are_the_papers():

@@ -70,3 +70,34 @@ def test_loss_curve_takes_the_loss_of_the_round_ending_at_each_evaluation(tmp_pa
     curves = pd.DataFrame({"hash": ["h"] * 3, "round": [0, 2, 4], "global_acc": [10.0, 50.0, 70.0]})
     out = R.with_loss_curve(curves, pd.DataFrame({"hash": ["h"], "path": [str(tmp_path)]}))
     assert out["train_loss"].iloc[1:].tolist() == [0.5, 0.25] and pd.isna(out["train_loss"].iloc[0])
+
+
+def _selections(path, rounds):
+    path.mkdir()
+    (path / "rounds.jsonl").write_text(
+        "".join(json.dumps({"round": t + 1, "selected": s}) + "\n" for t, s in enumerate(rounds))
+    )
+    return str(path)
+
+
+def test_selection_agreement_compares_each_round_with_the_reference_run_of_the_same_seed(tmp_path):
+    ref = [[1, 2, 3, 4], [5, 6, 7, 8]]
+    runs = pd.DataFrame(
+        {
+            "method": ["DivFL", "SubTrunc", "UnionFL", "DivFL", "UnionFL"],
+            "seed": [0, 0, 0, 1, 1],
+            "path": [
+                _selections(tmp_path / "d0", ref),
+                _selections(tmp_path / "s0", [[4, 3, 2, 1], [8, 7, 6, 5]]),  # same sets, another order
+                _selections(tmp_path / "u0", [[1, 2, 3, 9], [9, 10, 11, 12]]),  # 3 of 4, then none
+                _selections(tmp_path / "d1", [[1, 2, 3, 4]]),
+                _selections(tmp_path / "u1", [[1, 2, 9, 10]]),
+            ],
+        }
+    )
+    out = R.selection_agreement(runs, "DivFL").set_index(["method", "seed"])
+    assert out.loc[("SubTrunc", 0), "same_set"] == 100.0 and out.loc[("SubTrunc", 0), "overlap"] == 100.0
+    assert out.loc[("UnionFL", 0), "same_set"] == 0.0 and out.loc[("UnionFL", 0), "overlap"] == 37.5
+    assert out.loc[("UnionFL", 1), "overlap"] == 50.0 and out.loc[("DivFL", 1), "same_set"] == 100.0
+    with pytest.raises(ValueError, match="no 'Random' run of seed 0"):
+        R.selection_agreement(runs, "Random")
