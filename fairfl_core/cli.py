@@ -124,6 +124,21 @@ def cmd_prepare_data(args) -> int:
     return 0
 
 
+def cmd_flower_sim(args) -> int:
+    """The config's runs as a Flower simulation (``fairfl_core/flower``, docs/flower.md)."""
+    from fairfl_core.flower.apps import load_experiments
+    from fairfl_core.flower.simulation import simulate
+
+    try:
+        results = simulate(load_experiments(args.config, args.overrides), num_cpus=args.cpus)
+    except ImportError as exc:  # Flower is an optional extra: the message names it
+        print(f"fairfl: error: {exc}", file=sys.stderr)
+        return 2
+    for result in results:
+        _print_summary(result.summary)
+    return 0 if all(r.summary["status"] == "complete" for r in results) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fairfl", description="Fair federated learning reproductions")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -155,6 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("prepare-data", help="fetch/check the datasets that work offline")
     p.add_argument("--root", default=None, help="data root (default: $FAIRFL_DATA or ~/.cache/fairfl)")
     p.set_defaults(func=cmd_prepare_data)
+    p = sub.add_parser("flower-sim", help="run a config (or a sweep's runs) as a Flower simulation")
+    p.add_argument("config", help="YAML/JSON config, as for fairfl run or fairfl sweep (docs/flower.md)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--cpus", type=_positive_int, default=None, help="Ray CPUs (default: all cores)")
+    p.set_defaults(func=cmd_flower_sim)
     args = parser.parse_args(argv)
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning

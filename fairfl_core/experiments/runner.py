@@ -35,7 +35,9 @@ from fairfl_core.sim.engine import Engine
 
 __all__ = [
     "RunResult",
+    "build_engine",
     "cached_run",
+    "eval_summary",
     "evaluate",
     "federated_data",
     "parse_device",
@@ -162,7 +164,7 @@ def _fairness(
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}
 
 
-def _summary(rec: dict[str, Any], groups: np.ndarray, acc_key: str | None = None) -> dict[str, Any]:
+def eval_summary(rec: dict[str, Any], groups: np.ndarray, acc_key: str | None = None) -> dict[str, Any]:
     """The fairness metrics of an evaluation (the personalised models' where there are some) and, with
     validation data, the same on it as ``val_<key>`` (``val_mean``, ``val_var``, ``val_group_gap``, ...;
     none of the pooled-test ones). A personalised method's summary also holds its global model's metrics
@@ -175,7 +177,7 @@ def _summary(rec: dict[str, Any], groups: np.ndarray, acc_key: str | None = None
         val = _fairness(rec[f"val_{acc_key}"], rec[f"val_{loss_key}"], groups)
         out.update({f"val_{k}": v for k, v in val.items() if k not in ("global_acc", "cv", "sigma_acc")})
     if acc_key == "personal_acc":
-        out["global_model"] = _summary(rec, groups, "client_acc")
+        out["global_model"] = eval_summary(rec, groups, "client_acc")
     return out
 
 
@@ -207,6 +209,28 @@ def _changed(stored: dict[str, Any] | None, current: dict[str, Any]) -> list[str
     if stored is None:
         return []
     return sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
+
+
+def build_engine(cfg: ExperimentConfig, device: str | None = None) -> Engine:
+    """The engine that trains ``cfg`` on this machine: its data on ``device`` (default: the config's), its
+    model, trainer and dtype; sets the torch threads of ``engine.threads``."""
+    if cfg.engine.threads:
+        torch.set_num_threads(cfg.engine.threads)
+    data = run_data(cfg, resolve_device(device or cfg.engine.device))
+    if cfg.train.clients_per_round > data.num_clients:
+        raise ValueError(
+            f"config field train.clients_per_round = {cfg.train.clients_per_round} exceeds the "
+            f"{data.num_clients} clients of {data.label()}; lower it or raise data.num_clients"
+        )
+    return Engine(
+        build_model(cfg.model.name, seed=cfg.seed, **cfg.model.options),
+        data,
+        kind=cfg.engine.kind,
+        chunk_size=cfg.engine.chunk_size,
+        eval_batch=cfg.eval.batch,
+        dtype=getattr(torch, cfg.engine.dtype),
+        client_axis=cfg.engine.client_axis,
+    )
 
 
 def cached_run(cfg: ExperimentConfig, results_dir: str | Path) -> RunResult | None:
@@ -248,27 +272,8 @@ def run_experiment(
             stacklevel=2,
         )
         resume = False
-    if cfg.engine.threads:
-        torch.set_num_threads(cfg.engine.threads)
-    dev = resolve_device(device or cfg.engine.device)
-    dtype = getattr(torch, cfg.engine.dtype)
-
-    data = run_data(cfg, dev)
-    if cfg.train.clients_per_round > data.num_clients:
-        raise ValueError(
-            f"config field train.clients_per_round = {cfg.train.clients_per_round} exceeds the "
-            f"{data.num_clients} clients of {data.label()}; lower it or raise data.num_clients"
-        )
-    model = build_model(cfg.model.name, seed=cfg.seed, **cfg.model.options)
-    engine = Engine(
-        model,
-        data,
-        kind=cfg.engine.kind,
-        chunk_size=cfg.engine.chunk_size,
-        eval_batch=cfg.eval.batch,
-        dtype=dtype,
-        client_axis=cfg.engine.client_axis,
-    )
+    engine = build_engine(cfg, device)
+    dev, data = engine.device, engine.data
     sim = Simulation(engine, cfg.train, cfg.seed, cfg.faults)
     algo = build_algorithm(cfg.algorithm.name, sim, cfg.algorithm.params)
 
@@ -351,7 +356,7 @@ def run_experiment(
         "seconds_per_round": float(np.mean([r["seconds"] for r in store.records("rounds")] or [0.0])),
         "device": str(dev),
         "provenance": provenance(),
-        **_summary(final, sim.groups),
+        **eval_summary(final, sim.groups),
     }
     store.save_checkpoint(final["round"], algo.state_dict())
     store.finish(summary)

@@ -7,7 +7,7 @@ import torch
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.algorithms.fedavg import FedAvg
 from fairfl_core.experiments.config import ExperimentConfig, apply_overrides
-from fairfl_core.experiments.runner import _summary, run_experiment
+from fairfl_core.experiments.runner import eval_summary, run_experiment
 from fairfl_core.experiments.store import RecoveryWarning, RunStore
 from fairfl_core.experiments.sweep import expand_sweep, run_sweep
 from fairfl_core.report.results import load_runs
@@ -53,7 +53,7 @@ def test_summary_of_validation_leaves_out_clients_without_validation_data():
         "val_personal_acc": [40.0, None, 70.0, 100.0],  # client 1 holds no validation sample
         "val_personal_loss": [2.0, None, 1.0, 0.0],
     }
-    out = _summary(rec, groups)
+    out = eval_summary(rec, groups)
     assert out["evaluated"] == "personal" and out["mean"] == 65.0 and out["group_gap"] == 20.0
     assert out["val_n"] == 3 and out["val_mean"] == 70.0 and out["val_var"] == 600.0
     assert out["val_loss_mean"] == 1.0
@@ -63,7 +63,7 @@ def test_summary_of_validation_leaves_out_clients_without_validation_data():
         "val_personal_acc": [40.0, 50.0, None, None],
         "val_personal_loss": [1, 1, None, None],
     }
-    assert _summary(only_one_group, groups)["val_group_gap"] is None  # one group left: no discrepancy
+    assert eval_summary(only_one_group, groups)["val_group_gap"] is None  # one group left: no discrepancy
 
 
 def test_summary_of_a_personalised_method_also_holds_its_global_model():
@@ -75,12 +75,12 @@ def test_summary_of_a_personalised_method_also_holds_its_global_model():
         "personal_acc": [50.0, 60.0, 70.0, 90.0],
         "personal_loss": [0.5, 0.5, 0.5, 0.5],
     }
-    out = _summary(rec, groups)
+    out = eval_summary(rec, groups)
     assert out["mean"] == 67.5 and out["group_gap"] == 25.0
     glob = out["global_model"]
     assert glob["evaluated"] == "global" and glob["mean"] == 25.0 and glob["var"] == 125.0
     assert glob["group_gap"] == 20.0 and glob["global_acc"] == 50.0 and "global_model" not in glob
-    assert "global_model" not in _summary({k: v for k, v in rec.items() if "personal" not in k}, groups)
+    assert "global_model" not in eval_summary({k: v for k, v in rec.items() if "personal" not in k}, groups)
 
 
 def test_configs_of_one_run_under_two_labels_run_once(tmp_path, monkeypatch):
