@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Reproduce every paper notebook at one profile and build an HTML index of the results.
 #
-#   ./reproduce.sh [--profile smoke|quick|paper] [--only NAME] [--device DEV] [--workers N] [--no-setup]
+#   ./reproduce.sh [--profile smoke|quick|paper] [--only NAME] [--device DEV] [--workers N] [--publish]
+#                  [--no-setup]
 #
 #   --profile  smoke: seconds per notebook (CI); quick: shorter faithful runs on a 2-core CPU;
 #              paper: the papers' rounds and seeds (default: smoke)
@@ -10,6 +11,8 @@
 #   --workers  run each notebook's runs in a pool of N processes (each with cores/N torch threads) instead
 #              of one after another in the notebook's kernel; the small models of the quick profiles run
 #              faster as one single-threaded run per core (--workers $(nproc)); numbers are the same
+#   --publish  also copy the tables (CSV, Markdown) and figures (PNG) of each notebook that succeeded into
+#              the tracked folder published/<profile>/ and rewrite its README.md and index.html (commit them)
 #   --no-setup skip scripts/setup.sh (the environment and data are already prepared, e.g. in CI)
 #
 # Sets up .venv and the offline data (scripts/setup.sh), then executes each notebooks/*.ipynb with papermill:
@@ -20,7 +23,7 @@
 set -uo pipefail
 cd "$(dirname "$0")"
 
-profile=smoke only="" device=auto setup=1 pool=()
+profile=smoke only="" device=auto setup=1 publish=0 pool=()
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -30,6 +33,7 @@ while [ $# -gt 0 ]; do
     --workers)
       [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "reproduce.sh: --workers needs a positive number of processes, e.g. --workers $(nproc)" >&2; exit 2; }
       pool=(-p executor process -p workers "$2"); shift 2 ;;
+    --publish) publish=1; shift ;;
     --no-setup) setup=0; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "reproduce.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
@@ -41,6 +45,8 @@ case "$profile" in
 esac
 
 start_all=$(date +%s)
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && commit="$commit (with uncommitted changes)"
 if [ "$setup" = 1 ]; then
   bash scripts/setup.sh || { echo "reproduce.sh: setup failed (scripts/setup.sh); nothing was run" >&2; exit 1; }
 fi
@@ -75,7 +81,8 @@ for notebook in notebooks/*.ipynb; do
     .venv/bin/jupyter nbconvert --to html --log-level ERROR "$out/$file.ipynb" --output-dir "$out" \
       || echo "reproduce.sh: could not convert $out/$file.ipynb to HTML" >&2
   fi
-  printf '{"status": "%s", "seconds": %d, "profile": "%s"}\n' "$status" "$seconds" "$profile" >"$out/status.json"
+  printf '{"status": "%s", "seconds": %d, "profile": "%s", "commit": "%s"}\n' "$status" "$seconds" "$profile" "$commit" \
+    >"$out/status.json"
   echo "reproduce.sh: $file $status in ${seconds}s"
   ran+=("$name")
 done
@@ -85,6 +92,9 @@ if [ ${#ran[@]} -eq 0 ]; then
   exit 2
 fi
 .venv/bin/python -m fairfl_core.report.index "$reports" >/dev/null || failed+=("index.html")
+if [ "$publish" = 1 ]; then
+  .venv/bin/python -m fairfl_core.report.publish "$reports" "published/$profile" || failed+=("publish")
+fi
 echo "reproduce.sh: ${#ran[@]} notebook(s) in $(( $(date +%s) - start_all ))s; index: $reports/index.html"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "reproduce.sh: FAILED: ${failed[*]}" >&2

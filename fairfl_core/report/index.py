@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["OPEN_ROWS", "OUTCOMES", "claim_counts", "claim_outcome", "write_index"]
+__all__ = ["OPEN_ROWS", "OUTCOMES", "NotebookFolder", "claim_counts", "claim_outcome", "write_index"]
 
 OUTCOMES = ("holds", "within noise", "fails", "not checked")
 OUTCOME_COLUMNS = ("outcome", "result", "verdict", "holds")  # first one present is a claims table's outcome
@@ -188,7 +188,7 @@ def _formats(csv: Path, root: Path) -> str:
 
 def _png_width(png: Path) -> int | None:
     head = png.read_bytes()[:24]
-    if head[:8] != b"\x89PNG\r\n\x1a\n":
+    if head[:8] != b"\x89PNG\r\n\x1a\n" or len(head) < 24:  # not a PNG, or cut short
         return None
     return struct.unpack(">I", head[16:20])[0]
 
@@ -205,7 +205,7 @@ def _figure(png: Path, root: Path) -> str:
     )
 
 
-class _Notebook:
+class NotebookFolder:
     """One notebook folder's files, sorted into claims, main and other tables, and figures."""
 
     def __init__(self, folder: Path):
@@ -298,7 +298,7 @@ def write_index(reports_dir: str | Path) -> Path:
     root = Path(reports_dir)
     if not root.is_dir():
         raise FileNotFoundError(f"reports directory {root} does not exist; run ./reproduce.sh first")
-    notebooks = [_Notebook(d) for d in sorted(root.iterdir()) if d.is_dir()]
+    notebooks = [NotebookFolder(d) for d in sorted(root.iterdir()) if d.is_dir()]
     head = "".join(f"<th>{o}</th>" for o in ("notebook", "run", *OUTCOMES, "tables", "figures"))
     summary = (
         f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>'
