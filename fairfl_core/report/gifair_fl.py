@@ -54,6 +54,7 @@ GROUP_LABELS = {
     "gifair_table4_femnist_3groups": ("Group 1", "Group 2", "Group 3"),
     "gifair_table6_shakespeare_gender": ("Male", "Female"),
     "gifair_table6_shakespeare_gender_random_split": ("Male", "Female"),
+    "gifair_table6_shakespeare_gender_2000_windows": ("Male", "Female"),
     "gifair_fig4_lambda_shakespeare": ("Male", "Female"),
     "gifair_fig5_lambda_femnist": ("Group 1", "Group 2", "Group 3"),
 }

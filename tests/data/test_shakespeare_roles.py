@@ -42,7 +42,7 @@ def windows() -> dict[str, int]:
 
 def _synthetic_table() -> tuple[dict[str, int], list[RoleRecord]]:
     windows = {f"play_M{k}": 2000 + 100 * k for k in range(30)} | {f"play_F{k}": 2500 + k for k in range(12)}
-    windows |= {"play_SMALL_F": 1999, "play_CHORUS": 5000}
+    windows |= {"play_SMALL_F": 63, "play_CHORUS": 5000}
     table = [RoleRecord("play", r, "female" if "_F" in r else "male", "entry", 1, r) for r in windows]
     table[-1] = RoleRecord("play", "play_CHORUS", "unstated", "", 1, "Chorus")
     return windows, table
@@ -56,7 +56,7 @@ def test_gender_draw_is_25_male_and_10_female_from_the_table():
     genders = {r.role: r.gender for r in table}
     assert [genders[r] for r in sel.roles] == ["male"] * 25 + ["female"] * 10
     assert sel.groups == (0,) * 25 + (1,) * 10
-    assert "play_SMALL_F" not in sel.roles and "play_CHORUS" not in sel.roles  # < 2000 windows, unstated
+    assert "play_SMALL_F" not in sel.roles and "play_CHORUS" not in sel.roles  # < 64 windows, unstated
     assert select_roles("gender", windows, seed=3, table=table) == sel
     assert select_roles("gender", windows, seed=4, table=table).roles != sel.roles
 
@@ -73,7 +73,7 @@ def test_individual_draw_has_no_groups_and_respects_min_windows():
 def test_bad_draws_name_the_problem():
     windows, table = _synthetic_table()
     with pytest.raises(ValueError, match=f"need min_windows >= {TABLE_MIN_WINDOWS}"):
-        select_roles("gender", windows, table=table, min_windows=500)
+        select_roles("gender", windows, table=table, min_windows=50)
     with pytest.raises(ValueError, match="13 female roles requested but only 12"):
         select_roles("gender", windows, table=table, counts={"male": 2, "female": 13})
     with pytest.raises(ValueError, match="must have the keys"):
@@ -107,6 +107,20 @@ def test_table_covers_every_role_with_enough_windows(windows):
     assert {r.role for r in table} == {cid for cid, n in windows.items() if n >= TABLE_MIN_WINDOWS}
     counts = {g: sum(r.gender == g for r in table) for g in ("male", "female")}
     assert counts["male"] >= 25 * 4 and counts["female"] >= 10 * 4  # room for distinct draws per seed
+    large = {g: sum(r.gender == g and windows[r.role] >= 2000 for r in table) for g in ("male", "female")}
+    assert large["male"] >= 25 * 4 and large["female"] >= 10 * 4  # the >= 2,000-window variant too
+
+
+@needs_texts
+def test_the_papers_draw_takes_roles_of_every_size(windows):
+    """No size floor (GIFAIR-FL §5.2 draws "25 male and 10 female devices"): small roles can be drawn, and the
+    male group holds more text than the female one ("male devices implicitly have more text")."""
+    sel = select_roles("gender", windows, seed=0)
+    assert sel.min_windows == 64 and min(windows[r] for r in sel.roles) < 2000
+    text = [sum(windows[r] for r, g in zip(sel.roles, sel.groups, strict=True) if g == k) for k in (0, 1)]
+    assert text[0] > text[1]
+    large = select_roles("gender", windows, seed=0, min_windows=2000)
+    assert min(windows[r] for r in large.roles) >= 2000
 
 
 @needs_texts

@@ -224,20 +224,25 @@ TABLES = [
     "gifair_table5_shakespeare",
     "gifair_table6_shakespeare_gender",
     "gifair_table6_shakespeare_gender_random_split",
+    "gifair_table6_shakespeare_gender_2000_windows",
 ]
 
 
 @pytest.mark.parametrize("profile", ["smoke", "quick", "paper"])
-def test_table6_random_split_is_table6_on_the_papers_random_per_window_split(profile):
-    leak_free = experiment_configs("gifair_table6_shakespeare_gender", profile)
-    random = experiment_configs("gifair_table6_shakespeare_gender_random_split", profile)
-    assert [c.name for c in random] == [c.name for c in leak_free]
-    for a, b in zip(leak_free, random, strict=True):
+@pytest.mark.parametrize(
+    ("variant", "option"),
+    [("random_split", {"split": "leaky"}), ("2000_windows", {"min_windows": 2000})],
+)
+def test_table6_variants_change_only_the_split_or_the_role_floor(profile, variant, option):
+    table6 = experiment_configs("gifair_table6_shakespeare_gender", profile)
+    other = experiment_configs(f"gifair_table6_shakespeare_gender_{variant}", profile)
+    assert [c.name for c in other] == [c.name for c in table6]
+    for a, b in zip(table6, other, strict=True):
         assert a.data.loader_options.get("split", "leak_free") == "leak_free"
-        assert b.data.loader_options == {**a.data.loader_options, "split": "leaky"}
+        assert a.data.loader_options["min_windows"] == 64  # the paper's draw: no size floor
+        assert b.data.loader_options == {**a.data.loader_options, **option}
         assert b.to_dict() | {"data": None} == a.to_dict() | {"data": None}
-    paper = get_experiment("gifair_table6_shakespeare_gender_random_split").paper
-    assert paper.table == "Table 6"
+    assert get_experiment(f"gifair_table6_shakespeare_gender_{variant}").paper.table == "Table 6"
 
 
 def test_every_setting_holds_out_ten_percent_of_each_clients_data_for_validation():
