@@ -12,7 +12,9 @@ a per-round part. The two sweeps give a and b, and the full length's wall time i
 controls this package adds. Prints each sweep's time and the last line
 
 ``table1_wall runs=… rounds=R1,R2 wall_s=…,… per_round_s=… fixed_s=… projected_2000_rounds_h=… executor=…``
-``workers=… methods=…`` (one line)
+``workers=… methods=…`` (one line), after one line per method of the longer sweep: its runs' mean training
+seconds per round (the runner's ``seconds_per_round``: evaluation and start-up excluded) and its share of
+the sweep's training time.
 
 Usage: ``python benchmarks/table1_wall.py [--rounds 50 100] [--executor process|inline] [--workers 2]
 [--methods paper|all]``
@@ -46,7 +48,7 @@ PAPER_ROWS = (
 )
 
 
-def sweep_seconds(rounds: int, methods: str, executor: str, workers: int) -> tuple[int, float]:
+def sweep_seconds(rounds: int, methods: str, executor: str, workers: int) -> tuple[int, float, dict]:
     configs = experiment_configs("fedeba_table1_fmnist", "paper", overrides=[f"train.rounds={rounds}"])
     if methods == "paper":
         missing = set(PAPER_ROWS) - {c.name for c in configs}
@@ -63,7 +65,22 @@ def sweep_seconds(rounds: int, methods: str, executor: str, workers: int) -> tup
     failed = [o.error for o in out if o.status == "failed"]
     assert not failed, failed
     print(f"{runs} runs of {rounds} rounds, {executor}, {workers} workers: {seconds:.1f} s", flush=True)
-    return runs, seconds
+    training: dict[str, list[tuple[float, int]]] = {}
+    for o in {o.hash: o for o in out}.values():  # one per run (two labels may share a run)
+        s = o.result.summary
+        training.setdefault(o.config.name, []).append((s["seconds_per_round"], s["rounds"]))
+    return runs, seconds, training
+
+
+def print_training(training: dict[str, list[tuple[float, int]]]) -> None:
+    total = {name: sum(sec * n for sec, n in runs) for name, runs in training.items()}
+    for name, runs in training.items():
+        per_round = sum(sec for sec, _ in runs) / len(runs)
+        rounds = max(n for _, n in runs)
+        print(
+            f"  {name}: s_per_round={per_round:.3f} rounds={rounds} "
+            f"share={total[name] / sum(total.values()):.3f}"
+        )
 
 
 def main() -> None:
@@ -76,7 +93,8 @@ def main() -> None:
     if len(args.rounds) not in (1, 2) or len(set(args.rounds)) != len(args.rounds):
         parser.error("--rounds takes one length, or two different ones to fit a + b·R")
     timed = [sweep_seconds(r, args.methods, args.executor, args.workers) for r in args.rounds]
-    runs, walls = timed[0][0], [s for _, s in timed]
+    runs, walls = timed[0][0], [s for _, s, _ in timed]
+    print_training(timed[-1][2])
     if len(args.rounds) == 1:
         r = args.rounds[0]
         per_round, fixed = walls[0] / r, 0.0

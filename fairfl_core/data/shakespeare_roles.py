@@ -7,8 +7,7 @@
   uniformly without replacement from the roles with at least 64 windows (every role the loader keeps) whose
   gender is stated, as the paper draws them ("25 male and 10 female devices", no size floor; the male group
   "implicitly" has more text); group 0 = male, 1 = female. ``min_windows=2000`` restricts both genders to
-  the large roles (an earlier reading of this package, kept as the labelled Table 6 variant
-  ``gifair_table6_shakespeare_gender_2000_windows``).
+  the large roles (the labelled Table 6 variant ``gifair_table6_shakespeare_gender_2000_windows``).
   The paper took gender from shakespeare.folger.edu; offline we read it from each play's own "Persons
   Represented" list: ``resources/shakespeare_roles.csv`` cites, for every role client with at least
   ``TABLE_MIN_WINDOWS`` windows, the line of the list that names it and how the list states the gender (see

@@ -126,5 +126,8 @@ def markdown_index(dest: str | Path) -> str:
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit("usage: python -m fairfl_core.report.publish reports/<profile> published/<profile>")
-    names = publish(sys.argv[1], sys.argv[2])
+    try:
+        names = publish(sys.argv[1], sys.argv[2])
+    except FileNotFoundError as e:
+        sys.exit(f"publish: {e}")
     print(f"published {len(names)} notebook(s) to {sys.argv[2]}: {', '.join(names) or 'none'}")
