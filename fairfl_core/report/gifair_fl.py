@@ -309,12 +309,19 @@ def gap_table(experiment: Experiment, agg: pd.DataFrame, paper: pd.DataFrame) ->
     return pd.DataFrame(out)
 
 
-def plot_group_accuracies(agg: pd.DataFrame, paper: pd.DataFrame, labels: tuple[str, ...]) -> Figure:
+def plot_group_accuracies(
+    agg: pd.DataFrame, paper: pd.DataFrame, labels: tuple[str, ...], title: str | None = None
+) -> Figure:
     """Group accuracies per method: reproduced (mean ± std over seeds, left) beside the paper's printed values
     (right, ± its std where printed). Horizontal bars, one row per method (names read along the y axis),
-    one bar per group; the figure grows with the methods."""
+    one bar per group; the figure grows with the methods. ``title`` (e.g. the experiment's description, which
+    tells a table's variants apart) heads the figure, wrapped to its width; default: the dataset."""
+    import textwrap
+
     import seaborn as sns  # plotting libraries load only when drawing
     from matplotlib.figure import Figure
+
+    head = textwrap.fill(f"{title or '; '.join(dict.fromkeys(agg['dataset']))}: group accuracies", 110)
 
     metrics = {f"group_acc_{g}": label for g, label in enumerate(labels)}
     methods = list(dict.fromkeys(agg.loc[agg["metric"].isin(metrics), "method"]))
@@ -323,7 +330,7 @@ def plot_group_accuracies(agg: pd.DataFrame, paper: pd.DataFrame, labels: tuple[
     fig = Figure(figsize=(11, 1.8 + 0.2 * len(methods) * len(labels)), layout="constrained")
     axes = fig.subplots(1, 2, sharex=True, sharey=True)
     sides = (("reproduced", agg, "mean", "std"), ("paper", paper, "paper_value", "paper_std"))
-    for ax, (title, table, value, std) in zip(axes, sides, strict=True):
+    for ax, (side, table, value, std) in zip(axes, sides, strict=True):
         shown = table[table["metric"].isin(metrics) & table["method"].isin(methods)]
         for g, (metric, label) in enumerate(metrics.items()):
             rows = shown[shown["metric"] == metric].drop_duplicates("method").set_index("method")
@@ -337,13 +344,13 @@ def plot_group_accuracies(agg: pd.DataFrame, paper: pd.DataFrame, labels: tuple[
                 label=label,
                 capsize=2,
             )
-        ax.set_title(title if value in shown and shown[value].notna().any() else f"{title}: no values")
+        ax.set_title(side if value in shown and shown[value].notna().any() else f"{side}: no values")
         ax.set_xlabel("group test accuracy (%)")
     axes[0].set_yticks(range(len(methods)), methods)
     axes[0].invert_yaxis()
     handles, names = axes[0].get_legend_handles_labels()
     fig.legend(handles, names, title="group", loc="outside lower center", ncols=len(labels), frameon=False)
-    fig.suptitle(f"{'; '.join(dict.fromkeys(agg['dataset']))}: group accuracies")
+    fig.suptitle(head)
     return fig
 
 

@@ -163,6 +163,24 @@ def test_group_accuracies_put_each_bar_at_its_method_and_group():
                 assert [seg[1][0] - seg[0][0] for seg in segments] == [1.0] * len(methods)
 
 
+def test_group_accuracies_title_names_the_variant_within_the_figure():
+    from fairfl_core.report.gifair_fl import plot_group_accuracies
+
+    labels = ("male", "female")
+    agg, paper = _group_tables(["FedAvg"], labels)
+    assert fig_title(plot_group_accuracies(agg, paper, labels)).endswith(": group accuracies")
+    sentence = "GIFAIR-FL Table 6: by gender on Shakespeare, both genders from roles with >= 2,000 windows"
+    long = f"{sentence} {sentence}"
+    fig = plot_group_accuracies(agg, paper, labels, title=long)
+    renderer = _drawn(fig)
+    assert fig_title(fig).replace("\n", " ") == f"{long}: group accuracies"
+    assert fig._suptitle.get_window_extent(renderer).width <= fig.bbox.width  # wrapped to the figure
+
+
+def fig_title(fig) -> str:
+    return fig._suptitle.get_text()
+
+
 def test_lambda_sweep_legend_clear_of_the_data():
     from fairfl_core.report.gifair_fl import LAM, plot_lambda_sweep
 
