@@ -2,7 +2,7 @@
 # Reproduce every paper notebook at one profile and build an HTML index of the results.
 #
 #   ./reproduce.sh [--profile smoke|quick|paper] [--only NAME] [--device DEV] [--workers N] [--publish]
-#                  [--no-setup]
+#                  [--set NAME=VALUE ...] [--no-setup]
 #
 #   --profile  smoke: seconds per notebook (CI); quick: shorter faithful runs on a 2-core CPU;
 #              paper: the papers' rounds and seeds (default: smoke)
@@ -11,6 +11,8 @@
 #   --workers  run each notebook's runs in a pool of N processes (each with cores/N torch threads) instead
 #              of one after another in the notebook's kernel; the small models of the quick profiles run
 #              faster as one single-threaded run per core (--workers $(nproc)); numbers are the same
+#   --set      set a notebook parameter (its first cell) to a YAML value in every notebook run, e.g.
+#              --only fedeba_plus --set 'columns=[FashionMNIST]'; a notebook without that parameter gets it too
 #   --publish  also copy the tables (CSV, Markdown) and figures (PNG) of each notebook that succeeded into
 #              the tracked folder published/<profile>/ and rewrite its README.md and index.html (commit them)
 #   --no-setup skip scripts/setup.sh (the environment and data are already prepared, e.g. in CI)
@@ -23,7 +25,7 @@
 set -uo pipefail
 cd "$(dirname "$0")"
 
-profile=smoke only="" device=auto setup=1 publish=0 pool=()
+profile=smoke only="" device=auto setup=1 publish=0 pool=() params=() sets=()
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -33,6 +35,9 @@ while [ $# -gt 0 ]; do
     --workers)
       [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "reproduce.sh: --workers needs a positive number of processes, e.g. --workers $(nproc)" >&2; exit 2; }
       pool=(-p executor process -p workers "$2"); shift 2 ;;
+    --set)
+      [[ "${2:-}" =~ ^[A-Za-z_][A-Za-z0-9_]*=. ]] || { echo "reproduce.sh: --set needs NAME=VALUE (a notebook parameter and its YAML value), e.g. --set 'columns=[FashionMNIST]'" >&2; exit 2; }
+      params+=(-y "${2%%=*}: ${2#*=}"); sets+=("$2"); shift 2 ;;
     --publish) publish=1; shift ;;
     --no-setup) setup=0; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -67,7 +72,7 @@ for notebook in notebooks/*.ipynb; do
   echo "reproduce.sh: [$profile] $file -> $out/"
   start=$(date +%s)
   if .venv/bin/papermill "$notebook" "$out/$file.ipynb" --cwd notebooks -k python3 \
-      -p profile "$profile" -p results_dir "../results/$profile" -p output_dir "../$out" -p device "$device" "${pool[@]}" \
+      -p profile "$profile" -p results_dir "../results/$profile" -p output_dir "../$out" -p device "$device" "${pool[@]}" "${params[@]}" \
       >"$out/papermill.log" 2>&1; then
     status=ok
   else
@@ -81,8 +86,9 @@ for notebook in notebooks/*.ipynb; do
     .venv/bin/jupyter nbconvert --to html --log-level ERROR "$out/$file.ipynb" --output-dir "$out" \
       || echo "reproduce.sh: could not convert $out/$file.ipynb to HTML" >&2
   fi
-  printf '{"status": "%s", "seconds": %d, "profile": "%s", "commit": "%s"}\n' "$status" "$seconds" "$profile" "$commit" \
-    >"$out/status.json"
+  set_json=$(printf '%s' "${sets[*]-}" | sed 's/\\/\\\\/g; s/"/\\"/g')
+  printf '{"status": "%s", "seconds": %d, "profile": "%s", "commit": "%s", "set": "%s"}\n' \
+    "$status" "$seconds" "$profile" "$commit" "$set_json" >"$out/status.json"
   echo "reproduce.sh: $file $status in ${seconds}s"
   ran+=("$name")
 done

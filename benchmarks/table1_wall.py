@@ -8,6 +8,11 @@ does not depend on the length (start-up, data, first evaluation, divergence of t
 a per-round part. The two sweeps give a and b, and the full length's wall time is projected as a + 2000·b;
 ``--rounds 2000`` alone times the real experiment instead (hours on 2 CPU cores).
 
+``--results DIR`` keeps the runs in DIR instead of a temporary directory (a single ``--rounds 2000`` then also
+produces the paper profile's Table 1 runs for the notebook; DIR must not hold finished runs of these configs,
+which would be reused and not timed); ``--first LABEL`` (repeatable) schedules those rows' runs before the
+others, so that a sweep cut short has finished the rows that matter most.
+
 ``--methods`` keeps the paper's twelve Table 1 methods (the issue's "12 methods × 5 seeds"), dropping the
 controls this package adds. Prints each sweep's time and the last line
 
@@ -17,18 +22,21 @@ seconds per round (the runner's ``seconds_per_round``: evaluation and start-up e
 the sweep's training time.
 
 Usage: ``python benchmarks/table1_wall.py [--rounds 50 100] [--executor process|inline] [--workers 2]
-[--methods paper|all]``
+[--methods paper|all] [--results DIR] [--first LABEL ...]``
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import tempfile
 import time
+from pathlib import Path
 
 import fairfl_core.experiments.papers  # noqa: F401  (registers the experiments)
 from fairfl_core.experiments.config import config_hash
 from fairfl_core.experiments.profiles import experiment_configs
+from fairfl_core.experiments.runner import cached_run
 from fairfl_core.experiments.sweep import run_sweep
 
 # the rows of the paper's Table 1 (Fashion-MNIST); the experiment's other labels are this package's controls
@@ -48,19 +56,38 @@ PAPER_ROWS = (
 )
 
 
-def sweep_seconds(rounds: int, methods: str, executor: str, workers: int) -> tuple[int, float, dict]:
+def sweep_seconds(
+    rounds: int,
+    methods: str,
+    executor: str,
+    workers: int,
+    results: str | None = None,
+    first: tuple[str, ...] = (),
+) -> tuple[int, float, dict]:
     configs = experiment_configs("fedeba_table1_fmnist", "paper", overrides=[f"train.rounds={rounds}"])
+    labels = {c.name for c in configs}
     if methods == "paper":
-        missing = set(PAPER_ROWS) - {c.name for c in configs}
+        missing = set(PAPER_ROWS) - labels
         assert not missing, f"Table 1 rows renamed: {sorted(missing)}"
         configs = [c for c in configs if c.name in PAPER_ROWS]
+    unknown = set(first) - {c.name for c in configs}
+    if unknown:
+        raise SystemExit(f"--first {sorted(unknown)}: no such row; rows: {sorted({c.name for c in configs})}")
+    configs.sort(key=lambda c: first.index(c.name) if c.name in first else len(first))  # stable
     for c in configs:
         c.engine.threads = 1 if executor == "process" else workers
     runs = len({config_hash(c) for c in configs})  # labels sharing one config run once
-    with tempfile.TemporaryDirectory() as tmp:
+    with contextlib.ExitStack() as stack:
+        if results is None:
+            results = stack.enter_context(tempfile.TemporaryDirectory())
+        elif Path(results).is_dir() and any(cached_run(c, results) for c in configs):
+            raise SystemExit(
+                f"--results {results} already holds finished runs of these configs; time into "
+                "an empty directory"
+            )
         tick = time.perf_counter()
         pool = workers if executor == "process" else None
-        out = run_sweep(configs, tmp, executor=executor, workers=pool, progress=False)
+        out = run_sweep(configs, results, executor=executor, workers=pool, progress=False)
         seconds = time.perf_counter() - tick
     failed = [o.error for o in out if o.status == "failed"]
     assert not failed, failed
@@ -89,10 +116,17 @@ def main() -> None:
     parser.add_argument("--executor", choices=("process", "inline"), default="process")
     parser.add_argument("--workers", type=int, default=2, help="processes of the pool (inline: threads)")
     parser.add_argument("--methods", choices=("paper", "all"), default="paper")
+    parser.add_argument("--results", help="keep the runs here (an empty directory); default: a temporary one")
+    parser.add_argument("--first", action="append", default=[], metavar="LABEL", help="run this row first")
     args = parser.parse_args()
     if len(args.rounds) not in (1, 2) or len(set(args.rounds)) != len(args.rounds):
         parser.error("--rounds takes one length, or two different ones to fit a + b·R")
-    timed = [sweep_seconds(r, args.methods, args.executor, args.workers) for r in args.rounds]
+    if args.results and len(args.rounds) != 1:
+        parser.error("--results keeps the runs of one length: give a single --rounds")
+    timed = [
+        sweep_seconds(r, args.methods, args.executor, args.workers, args.results, tuple(args.first))
+        for r in args.rounds
+    ]
     runs, walls = timed[0][0], [s for _, s, _ in timed]
     print_training(timed[-1][2])
     if len(args.rounds) == 1:

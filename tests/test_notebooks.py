@@ -61,5 +61,7 @@ def test_reproduce_sh_rejects_bad_arguments_before_doing_anything():
     assert bad.returncode == 2 and "--profile must be smoke, quick or paper" in bad.stderr
     unknown = _reproduce("--fast")
     assert unknown.returncode == 2 and "unknown argument '--fast'" in unknown.stderr
+    bad_set = _reproduce("--set", "columns")
+    assert bad_set.returncode == 2 and "--set needs NAME=VALUE" in bad_set.stderr
     usage = _reproduce("--help")
     assert usage.returncode == 0 and "--profile" in usage.stdout

@@ -106,7 +106,8 @@ def markdown_index(dest: str | Path) -> str:
         meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
         ran = f"ran {meta['ran']} in {meta.get('seconds', '?')} s" if "ran" in meta else "run date unknown"
         where = f", commit {meta['commit']}" if "commit" in meta else ""
-        lines += [f"## {folder.name}", "", f"_{ran}{where}._ {_headline(nb)}", ""]
+        params = f", parameters set: `{meta['set']}`" if meta.get("set") else ""  # reproduce.sh --set
+        lines += [f"## {folder.name}", "", f"_{ran}{where}{params}._ {_headline(nb)}", ""]
         for csv, table in nb.main.items():
             md = csv.with_suffix(".md")
             lines.append(f"### [{csv.stem}]({folder.name}/{md.name}) ([CSV]({folder.name}/{csv.name}))")

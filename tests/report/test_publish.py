@@ -7,9 +7,11 @@ from fairfl_core.report.publish import markdown_index, publish
 from fairfl_core.report.tables import save_table
 
 
-def _notebook(folder, status, commit="abc1234"):
+def _notebook(folder, status, commit="abc1234", set=""):
     folder.mkdir(parents=True)
-    (folder / "status.json").write_text(json.dumps({"status": status, "seconds": 7, "commit": commit}))
+    (folder / "status.json").write_text(
+        json.dumps({"status": status, "seconds": 7, "commit": commit, "set": set})
+    )
     (folder / f"{folder.name}.ipynb").write_text("{}")
     (folder / "papermill.log").write_text("log")
     main = pd.DataFrame(
@@ -68,6 +70,16 @@ def test_republishing_replaces_a_notebooks_files(tmp_path):
     publish(reports, dest)
     assert not (dest / "gifair_fl" / "curves.png").exists()
     assert "curves" not in markdown_index(dest)
+
+
+def test_the_readme_names_the_parameters_a_notebook_ran_with(tmp_path):
+    reports, dest = tmp_path / "reports" / "paper", tmp_path / "published" / "paper"
+    _notebook(reports / "fedeba_plus", "ok", set="columns=[FashionMNIST]")
+    _notebook(reports / "afga", "ok")
+    publish(reports, dest)
+    readme = (dest / "README.md").read_text()
+    assert "commit abc1234, parameters set: `columns=[FashionMNIST]`._" in readme
+    assert readme.count("parameters set") == 1  # afga ran with the notebook's own parameters
 
 
 def test_publish_names_a_missing_reports_folder(tmp_path):
