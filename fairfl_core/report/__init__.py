@@ -18,6 +18,7 @@ from fairfl_core.report.figures import (
     save_figure,
 )
 from fairfl_core.report.paper import (
+    LEFT_OUT,
     experiment_paper_values,
     load_paper_results,
     missing_reasons,
@@ -35,6 +36,7 @@ from fairfl_core.report.results import (
 from fairfl_core.report.tables import aggregate, format_mean_std, results_table, save_table
 
 __all__ = [
+    "LEFT_OUT",
     "PAPER",
     "Claim",
     "aggregate",

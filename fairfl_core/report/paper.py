@@ -17,6 +17,7 @@ from fairfl_core.experiments.profiles import Experiment
 from fairfl_core.report.tables import METRIC_LABELS, format_mean_std
 
 __all__ = [
+    "LEFT_OUT",
     "PAPER_COLUMNS",
     "PAPER_RESULTS_DIR",
     "experiment_paper_values",
@@ -122,22 +123,26 @@ def paper_values(experiment: Experiment, runs: pd.DataFrame, tables: tuple[str, 
     return pd.concat(parts, ignore_index=True).drop_duplicates(["dataset", "method", "metric"])
 
 
+LEFT_OUT = "not run: left out at this profile (see its description), run at paper"
+
+
 def missing_reasons(
     experiment: Experiment,
     methods_run: Iterable[str],
     failed: Mapping[str, str] | None = None,
     extra: Mapping[str, str] | None = None,
+    left_out: str = LEFT_OUT,
 ) -> dict[str, str]:
     """Why each paper row of ``experiment`` has no reproduced number: ``extra`` (paper row → reason, e.g.
-    not implemented), the experiment's methods whose label is not in ``methods_run`` (left out at this
-    profile) and ``failed`` (method label → error of its run)."""
+    not implemented), the experiment's methods whose label is not in ``methods_run`` (``left_out``: by
+    default, left out at this profile) and ``failed`` (method label → error of its run)."""
     done, failed = set(methods_run), dict(failed or {})
     reasons = dict(extra or {})
     for m in experiment.method_list():
         if m.paper_row and m.label in failed:
             reasons[m.paper_row] = f"run failed: {failed[m.label]}"
         elif m.paper_row and m.label not in done:
-            reasons[m.paper_row] = "not run: left out at this profile (see its description), run at paper"
+            reasons[m.paper_row] = left_out
     return reasons
 
 

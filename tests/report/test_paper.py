@@ -3,10 +3,12 @@ import pytest
 
 from fairfl_core.experiments.profiles import Experiment, Method, PaperTable, Profile
 from fairfl_core.report.paper import (
+    LEFT_OUT,
     PAPER_COLUMNS,
     PAPER_RESULTS_DIR,
     experiment_paper_values,
     load_paper_results,
+    missing_reasons,
 )
 from fairfl_core.report.results import load_runs
 from tests.report.conftest import two_method_results
@@ -105,3 +107,12 @@ def test_experiment_without_paper_table_has_no_values_and_wrong_table_is_named(t
     bad = Experiment(**{**exp.__dict__, "paper": PaperTable("toy", "Table 9")})
     with pytest.raises(ValueError, match=r"no rows for 'Table 9'.*tables there: \['Table 1', 'Table 2'\]"):
         experiment_paper_values(bad, runs, tmp_path)
+
+
+def test_missing_reasons_say_why_a_paper_row_was_not_run():
+    exp = _experiment()  # FedAvg has a paper row, FedProx none
+    assert missing_reasons(exp, ["FedAvg", "FedProx"]) == {}
+    assert missing_reasons(exp, ["FedProx"]) == {"FedAvg": LEFT_OUT}
+    subset = missing_reasons(exp, [], left_out="not run: left out of this notebook run", extra={"X": "no"})
+    assert subset == {"X": "no", "FedAvg": "not run: left out of this notebook run"}
+    assert missing_reasons(exp, [], failed={"FedAvg": "diverged"}) == {"FedAvg": "run failed: diverged"}
