@@ -77,7 +77,9 @@ def aggregate(
     """Long table of mean, std (ddof=1) and ``n`` (runs with a value) per group of ``by`` and metric, groups
     in order of first appearance; a group never pools two settings (:func:`distinct_methods`). Also carries
     ``data``/``stand_in`` of each group (for the paper join), its number of ``runs`` and of ``diverged``
-    runs. Missing values (``None`` in a summary) are skipped."""
+    runs. Missing values (``None`` in a summary) are skipped, and so are the metrics of a diverged run: they
+    are its last evaluation before the divergence (the initial model's, for a run that diverges before its
+    first evaluation), not a result of the run."""
     runs = distinct_methods(runs, by)
     metrics, by = list(metrics), list(by)
     unknown = [m for m in metrics if m not in runs]
@@ -86,7 +88,8 @@ def aggregate(
             f"metric(s) {unknown} not in the run summaries; available: "
             f"{[c for c in runs.columns if c in METRIC_LABELS]}"
         )
-    runs = runs.assign(**{m: pd.to_numeric(runs[m], errors="coerce") for m in metrics})
+    trained = runs["status"] != "diverged"
+    runs = runs.assign(**{m: pd.to_numeric(runs[m], errors="coerce").where(trained) for m in metrics})
     groups = runs.groupby(by, sort=False, dropna=False)
     info = groups.agg(
         runs=("status", "size"),
@@ -119,8 +122,10 @@ def results_table(
     decimals: int = 2,
 ) -> pd.DataFrame:
     """Display table, one row per (dataset, method): seeds, then per metric the reproduced ``mean ± std``
-    and, where ``paper`` (from :func:`fairfl_core.report.paper.experiment_paper_values`) has a number for
-    it, the paper's beside it. Stand-in datasets get a ``stand-in`` column saying what they replace."""
+    over the seeds that did not diverge ("diverged" when none trained; a ``diverged`` column counts them
+    when any did) and, where ``paper`` (from :func:`fairfl_core.report.paper.experiment_paper_values`) has a
+    number for it, the paper's beside it. Stand-in datasets get a ``stand-in`` column saying what they
+    replace."""
     agg = aggregate(runs, metrics)
     if paper is not None and len(paper):
         agg = agg.merge(
@@ -129,10 +134,19 @@ def results_table(
             how="left",
         )
     agg["reproduced"] = [
-        format_mean_std(m, s, decimals) for m, s in zip(agg["mean"], agg["std"], strict=True)
+        "diverged" if d and d == r else format_mean_std(m, s, decimals)
+        for m, s, d, r in zip(agg["mean"], agg["std"], agg["diverged"], agg["runs"], strict=True)
     ]
     keys = ["dataset", "method"]
-    table = agg.drop_duplicates(keys)[[*keys, "runs", "stand_in"]].rename(columns={"runs": "seeds"})
+    table = agg.drop_duplicates(keys)[[*keys, "runs", "diverged", "stand_in"]].rename(
+        columns={"runs": "seeds"}
+    )
+    if table["diverged"].any():  # the means are over the seeds that did not diverge
+        table["diverged"] = [
+            f"{d} of {r} seeds" if d else "" for d, r in zip(table["diverged"], table["seeds"], strict=True)
+        ]
+    else:
+        table = table.drop(columns="diverged")
     for m in agg["metric"].unique():
         part = agg[agg["metric"] == m].set_index(keys)
         label = METRIC_LABELS.get(m, m)

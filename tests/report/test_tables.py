@@ -39,6 +39,22 @@ def test_aggregate_counts_diverged_runs(runs):
     runs.loc[runs["method"].eq("FedAvg") & runs["seed"].eq(1), "status"] = "diverged"
     info = aggregate(runs, ["var"]).set_index("method")
     assert info.loc["FedAvg", "diverged"] == 1 and info.loc["FedProx", "diverged"] == 0
+    # a diverged run's metrics are its last evaluation before the divergence, not a result: left out
+    assert info.loc["FedAvg", "n"] == 1 and info.loc["FedAvg", "mean"] == pytest.approx(500.0)
+    table = results_table(runs, metrics=["var"]).set_index("method")
+    assert (
+        table.loc["FedAvg", "Var. reproduced"] == "500.00"
+        and table.loc["FedAvg", "diverged"] == "1 of 2 seeds"
+    )
+    runs.loc[runs["method"].eq("FedAvg"), "status"] = "diverged"
+    table = results_table(runs, metrics=["var"]).set_index("method")
+    assert (
+        table.loc["FedAvg", "Var. reproduced"] == "diverged"
+        and table.loc["FedAvg", "diverged"] == "2 of 2 seeds"
+    )
+    assert table.loc["FedProx", "diverged"] == "" and "diverged" not in results_table(
+        runs[runs["method"].eq("FedProx")]
+    )
 
 
 def test_aggregate_rejects_unknown_metric(runs):
