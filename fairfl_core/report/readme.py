@@ -1,0 +1,81 @@
+"""Keep the tables that ``README.md`` shows in step with the published CSVs they come from.
+
+A README block between ``<!-- published: <csv path> -->`` and ``<!-- /published -->`` is generated from
+that CSV (a :func:`fairfl_core.report.tables.results_table`, as published in ``published/<profile>/``) by
+:func:`compact_table`: one row per method, each metric's cell reading "reproduced (paper)". Run
+``python -m fairfl_core.report.readme`` after publishing to rewrite every block; the test suite checks that
+the README agrees with the CSVs it cites, so a hand edit or a stale copy fails.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["compact_table", "sync_readme"]
+
+_BLOCK = re.compile(r"(<!-- published: (?P<csv>\S+) -->\n)(?P<body>.*?)(<!-- /published -->)", re.DOTALL)
+_REPRODUCED = " reproduced"
+
+
+def _cell(value) -> str:
+    return "" if pd.isna(value) else str(value).strip()
+
+
+def compact_table(csv: str | Path) -> str:
+    """A Markdown table of a published results CSV: method, seeds (with the diverged count in brackets),
+    then per metric "reproduced (paper)"."""
+    table = pd.read_csv(csv, dtype=str)
+    metrics = [c[: -len(_REPRODUCED)] for c in table.columns if c.endswith(_REPRODUCED)]
+    if "method" not in table.columns or not metrics:
+        raise ValueError(
+            f"{csv} is not a results table: it needs a 'method' column and '<metric> reproduced' columns"
+        )
+    lines = [
+        "| " + " | ".join(["method", "seeds (diverged)", *(f"{m} (paper)" for m in metrics)]) + " |",
+        "|" + "---|" * (2 + len(metrics)),
+    ]
+    for _, row in table.iterrows():
+        seeds = _cell(row.get("seeds"))
+        diverged = _cell(row.get("diverged"))
+        if diverged:
+            seeds += f" ({diverged.split(' of ')[0]})"
+        cells = []
+        for m in metrics:
+            ours, paper = _cell(row[f"{m}{_REPRODUCED}"]), _cell(row.get(f"{m} paper"))
+            cells.append(f"{ours} ({paper})" if paper else ours)
+        lines.append("| " + " | ".join([_cell(row["method"]), seeds, *cells]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def sync_readme(readme: str | Path, root: str | Path | None = None) -> tuple[str, list[str]]:
+    """The README text with every published block regenerated (CSV paths relative to ``root``, by default
+    the README's folder), and the CSV paths it used. Raises ``FileNotFoundError`` naming a missing CSV."""
+    path = Path(readme)
+    base = Path(root) if root is not None else path.parent
+    used: list[str] = []
+
+    def _regenerate(match: re.Match) -> str:
+        csv = base / match["csv"]
+        if not csv.exists():
+            raise FileNotFoundError(
+                f"{path} cites {match['csv']}, which does not exist; publish it (./reproduce.sh --publish) "
+                "or remove the block"
+            )
+        used.append(match["csv"])
+        return match.group(1) + compact_table(csv) + match.group(4)
+
+    return _BLOCK.sub(_regenerate, path.read_text()), used
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
+    try:
+        text, used = sync_readme(target)
+    except (FileNotFoundError, ValueError) as e:
+        sys.exit(f"readme: {e}")
+    target.write_text(text)
+    print(f"{target}: regenerated {len(used)} table(s) from {', '.join(used) or 'no CSV'}")
