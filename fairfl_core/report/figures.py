@@ -6,11 +6,13 @@ backend anywhere (scripts, tests, papermill) and still display inline in Jupyter
 the dataset label, which carries the stand-in label where the dataset replaces the paper's. Bands and error
 bars are ± one sample standard deviation over seeds (``ddof=1``, as the tables). Axes carry the metrics' units
 (:mod:`fairfl_core.metrics`: accuracies in %, dispersions in percentage points, variances in %²); legends sit
-outside the panels and figures grow with the number of methods they show.
+outside the panels and figures grow with the number of methods they show. Diverged runs are left out, as
+the tables leave them out, and named under the title.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -91,6 +93,31 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+def _trained(df: pd.DataFrame, hue: str, what: str) -> tuple[pd.DataFrame, str]:
+    """``df`` without the rows of diverged runs (``status`` column), as the tables leave them out: their
+    metrics are the last evaluation before the divergence, not a result. Also a line naming what was left
+    out, per level of ``hue``."""
+    if "status" not in df or not (df["status"] == "diverged").any():
+        return df, ""
+    key = [c for c in (hue, "dataset", "seed") if c in df]
+    runs = df.drop_duplicates(key)
+    diverged = runs[runs["status"] == "diverged"].groupby(hue, sort=False).size()
+    total = runs.groupby(hue, sort=False).size()
+    note = "left out as diverged (as in the tables): " + "; ".join(
+        f"{level} {k} of {_count(total[level], 'run')}" for level, k in diverged.items()
+    )
+    kept = df[df["status"] != "diverged"]
+    if kept.empty:
+        raise ValueError(f"{what}: every run diverged, nothing to plot ({note})")
+    return kept, note
+
+
+def _suptitle(fig: Figure, title: str, note: str = "") -> None:
+    """The figure's title, with ``note`` wrapped under it to the figure's width."""
+    width = max(40, int(fig.get_figwidth() / 0.1))  # characters of the title's 12 pt font per line
+    fig.suptitle(f"{title}\n{textwrap.fill(note, width)}" if note else title)
+
+
 def _require(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
     missing = [c for c in columns if c not in df]
     if missing:
@@ -105,6 +132,7 @@ def plot_learning_curves(
     """One panel per metric against the round: mean over seeds with a ± std band (``curves`` from
     :func:`fairfl_core.report.results.load_curves`)."""
     _require(curves, ["round", "dataset", hue, *metrics], "plot_learning_curves")
+    curves, note = _trained(curves, hue, "plot_learning_curves")
     palette = _palette(curves, hue)
     width = 4.2 * len(metrics)
     fig = Figure(figsize=(width, 3.4 + _legend_height(list(palette), width)), layout="constrained")
@@ -123,7 +151,7 @@ def plot_learning_curves(
         ax.set_ylabel(_label(metric))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     _legend_below(fig, axes[-1], hue)
-    fig.suptitle(_title(curves, "learning curves (mean ± std over seeds)"))
+    _suptitle(fig, _title(curves, "learning curves (mean ± std over seeds)"), note)
     return fig
 
 
@@ -132,6 +160,7 @@ def plot_client_accuracy(clients: pd.DataFrame, hue: str = "method") -> Figure:
     names read along the y axis at any count; the ECDF's colours are the violins'), seeds pooled
     (``clients`` from :func:`fairfl_core.report.results.load_client_accuracies`)."""
     _require(clients, ["acc", "dataset", hue], "plot_client_accuracy")
+    clients, note = _trained(clients, hue, "plot_client_accuracy")
     palette = _palette(clients, hue)
     fig = Figure(figsize=(11, max(3.8, 1.4 + 0.34 * len(palette))), layout="constrained")
     ecdf_ax, violin_ax = fig.subplots(1, 2, width_ratios=(1, 1.25))
@@ -155,14 +184,8 @@ def plot_client_accuracy(clients: pd.DataFrame, hue: str = "method") -> Figure:
     violin_ax.tick_params(axis="y", labelsize=9 if len(palette) > 10 else 10)
     rounds = sorted(set(clients["round"])) if "round" in clients else []
     at = f" at round {rounds[0]}" if len(rounds) == 1 else ""
-    fig.suptitle(
-        _title(
-            clients,
-            f"per-client accuracy{at} ({_count(clients['seed'].nunique(), 'seed')} pooled)"
-            if "seed" in clients
-            else f"per-client accuracy{at}",
-        )
-    )
+    pooled = f" ({_count(clients['seed'].nunique(), 'seed')} pooled)" if "seed" in clients else ""
+    _suptitle(fig, _title(clients, f"per-client accuracy{at}{pooled}"), note)
     return fig
 
 
@@ -172,6 +195,7 @@ def plot_accuracy_vs_fairness(
     """Accuracy against a dispersion metric: one faint point per run, the mean per method with ± std bars;
     each method has its own colour and marker, named in a legend right of the panel."""
     _require(runs, [x, y, "dataset", hue], "plot_accuracy_vs_fairness")
+    runs, note = _trained(runs, hue, "plot_accuracy_vs_fairness")
     palette = _palette(runs, hue)
     markers = {level: _MARKERS[i % len(_MARKERS)] for i, level in enumerate(palette)}
     legend_width = 0.6 + _CHAR_IN * max(len(str(level)) for level in palette)
@@ -205,7 +229,7 @@ def plot_accuracy_vs_fairness(
     fairer = x in ("var", "std", "cv", "loss_var")
     ax.set_xlabel(f"{_label(x)}, lower is fairer" if fairer else _label(x))
     ax.set_ylabel(_label(y))
-    fig.suptitle(_title(runs, "accuracy vs fairness"))
+    _suptitle(fig, _title(runs, "accuracy vs fairness"), note)
     return fig
 
 
@@ -215,6 +239,7 @@ def plot_sweep(
     """Metrics against a hyperparameter (a column of ``runs``, e.g. ``config.algorithm.params.mu``): mean
     over seeds with ± std bars; a logarithmic axis when the positive values span more than two decades."""
     _require(runs, [param, "dataset", hue, *metrics], f"plot_sweep({param!r})")
+    runs, note = _trained(runs, hue, f"plot_sweep({param!r})")
     palette = _palette(runs, hue)
     width = 4.2 * len(metrics)
     fig = Figure(figsize=(width, 3.4 + _legend_height(list(palette), width)), layout="constrained")
@@ -239,7 +264,7 @@ def plot_sweep(
         ax.set_xlabel(param.removeprefix("config."))
         ax.set_ylabel(_label(metric))
     _legend_below(fig, axes[-1], hue)
-    fig.suptitle(_title(runs, f"sweep over {param.removeprefix('config.')} (mean ± std over seeds)"))
+    _suptitle(fig, _title(runs, f"sweep over {param.removeprefix('config.')} (mean ± std over seeds)"), note)
     return fig
 
 

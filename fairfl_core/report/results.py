@@ -121,7 +121,7 @@ def _accuracy_key(run, rec: dict[str, Any]) -> str:
 def load_curves(runs: pd.DataFrame, metrics_: Iterable[str] = CURVE_METRICS) -> pd.DataFrame:
     """Learning curves: one row per (run, evaluation) with ``round``, ``wall_time`` and each metric of
     ``metrics_`` computed from that evaluation's per-client accuracies (``global_acc`` is the pooled test
-    accuracy), plus the run's method, dataset and seed."""
+    accuracy), plus the run's method, dataset, seed and status (the figures leave diverged runs out)."""
     metrics_ = list(metrics_)
     rows = []
     for run in runs.itertuples(index=False):
@@ -134,6 +134,7 @@ def load_curves(runs: pd.DataFrame, metrics_: Iterable[str] = CURVE_METRICS) -> 
                     "method": run.method,
                     "dataset": run.dataset,
                     "seed": run.seed,
+                    "status": run.status,
                     "hash": run.hash,
                     "round": rec["round"],
                     "wall_time": rec.get("wall_time"),
@@ -144,7 +145,8 @@ def load_curves(runs: pd.DataFrame, metrics_: Iterable[str] = CURVE_METRICS) -> 
 
 
 def load_client_accuracies(runs: pd.DataFrame, round_: int | None = None) -> pd.DataFrame:
-    """Per-client test accuracy (%), one row per (run, client), at evaluation ``round_`` (default: last)."""
+    """Per-client test accuracy (%), one row per (run, client), at evaluation ``round_`` (default: last),
+    with the run's method, dataset, seed and status."""
     rows = []
     for run in runs.itertuples(index=False):
         evals = RunStore(run.path).records("evals")
@@ -161,6 +163,7 @@ def load_client_accuracies(runs: pd.DataFrame, round_: int | None = None) -> pd.
                 "method": run.method,
                 "dataset": run.dataset,
                 "seed": run.seed,
+                "status": run.status,
                 "round": int(rec["round"]),
                 "client": k,
                 "acc": float(a),

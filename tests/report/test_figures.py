@@ -200,3 +200,33 @@ def test_lambda_sweep_legend_clear_of_the_data():
     box = left.get_legend().get_window_extent(renderer)
     assert box.y0 >= left.get_window_extent(renderer).y1 - 1  # above the panel, not on the lines
     assert [ax.get_xlabel() for ax in fig.axes] == ["λ / λ_max", "λ / λ_max"]
+
+
+def _with_diverged(df, method="FedAvg", seed=1):
+    """``df`` with ``method``'s run of ``seed`` marked diverged (its rows keep their metrics)."""
+    hit = (df["method"].str.startswith(method)) & (df["seed"] == seed)
+    return df.assign(status=df["status"].where(~hit, "diverged"))
+
+
+def test_figures_leave_diverged_runs_out_as_the_tables_do_and_say_so(runs):
+    marked = _with_diverged(runs)
+    fig = plot_accuracy_vs_fairness(marked, x="var", y="global_acc")
+    means = {c.get_label(): c.lines[0].get_xydata()[0].tolist() for c in fig.axes[0].containers}
+    fedavg = next(label for label in means if label.startswith("FedAvg"))
+    assert means[fedavg] == [500.0, 70.0]  # seed 0 alone: seed 1 (var 200, global 72) diverged
+    title = fig._suptitle.get_text()
+    assert "left out as diverged (as in the tables)" in title and "1 of 2 runs" in title
+
+    curves = _with_diverged(load_curves(runs))
+    assert set(load_curves(runs)["status"]) == {"complete"}
+    clients = _with_diverged(load_client_accuracies(runs))
+    for fig in (plot_learning_curves(curves), plot_client_accuracy(clients)):
+        assert "1 of 2 runs" in fig._suptitle.get_text()
+    assert any(t.get_text().startswith("FedAvg") for t in fig.axes[1].get_yticklabels())  # seed 0 stays
+    assert plot_accuracy_vs_fairness(runs)._suptitle.get_text().count("\n") == 0  # nothing left out
+
+
+def test_a_figure_of_diverged_runs_only_names_them(runs):
+    every = runs.assign(status="diverged")
+    with pytest.raises(ValueError, match="every run diverged, nothing to plot.*FedAvg 2 of 2 runs"):
+        plot_accuracy_vs_fairness(every)
