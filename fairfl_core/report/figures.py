@@ -113,9 +113,15 @@ def _trained(df: pd.DataFrame, hue: str, what: str) -> tuple[pd.DataFrame, str]:
 
 
 def _suptitle(fig: Figure, title: str, note: str = "") -> None:
-    """The figure's title, with ``note`` wrapped under it to the figure's width."""
+    """The figure's title, with ``note`` wrapped under it to the figure's width (the figure grows by the
+    note's lines, so the panels keep their height)."""
+    if not note:
+        fig.suptitle(title)
+        return
     width = max(40, int(fig.get_figwidth() / 0.1))  # characters of the title's 12 pt font per line
-    fig.suptitle(f"{title}\n{textwrap.fill(note, width)}" if note else title)
+    lines = textwrap.wrap(note, width)
+    fig.set_figheight(fig.get_figheight() + 0.22 * len(lines))
+    fig.suptitle("\n".join([title, *lines]))
 
 
 def _require(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
