@@ -93,7 +93,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def _trained(df: pd.DataFrame, hue: str, what: str) -> tuple[pd.DataFrame, str]:
+def _trained(df: pd.DataFrame, hue: str) -> tuple[pd.DataFrame, str]:
     """``df`` without the rows of diverged runs (``status`` column), as the tables leave them out: their
     metrics are the last evaluation before the divergence, not a result. Also a line naming what was left
     out, per level of ``hue``."""
@@ -106,10 +106,14 @@ def _trained(df: pd.DataFrame, hue: str, what: str) -> tuple[pd.DataFrame, str]:
     note = "left out as diverged (as in the tables): " + "; ".join(
         f"{level} {k} of {_count(total[level], 'run')}" for level, k in diverged.items()
     )
-    kept = df[df["status"] != "diverged"]
-    if kept.empty:
-        raise ValueError(f"{what}: every run diverged, nothing to plot ({note})")
-    return kept, note
+    return df[df["status"] != "diverged"], note
+
+
+def _all_diverged(df: pd.DataFrame, what: str, note: str) -> Figure:
+    """The figure of runs that all diverged: no panel, the note in its place (a notebook goes on)."""
+    fig = Figure(figsize=(8, 1.6), layout="constrained")
+    _suptitle(fig, _title(df, f"{what}: every run diverged, nothing to plot"), note)
+    return fig
 
 
 def _suptitle(fig: Figure, title: str, note: str = "") -> None:
@@ -138,7 +142,10 @@ def plot_learning_curves(
     """One panel per metric against the round: mean over seeds with a ± std band (``curves`` from
     :func:`fairfl_core.report.results.load_curves`)."""
     _require(curves, ["round", "dataset", hue, *metrics], "plot_learning_curves")
-    curves, note = _trained(curves, hue, "plot_learning_curves")
+    trained, note = _trained(curves, hue)
+    if trained.empty:
+        return _all_diverged(curves, "learning curves", note)
+    curves = trained
     palette = _palette(curves, hue)
     width = 4.2 * len(metrics)
     fig = Figure(figsize=(width, 3.4 + _legend_height(list(palette), width)), layout="constrained")
@@ -166,7 +173,10 @@ def plot_client_accuracy(clients: pd.DataFrame, hue: str = "method") -> Figure:
     names read along the y axis at any count; the ECDF's colours are the violins'), seeds pooled
     (``clients`` from :func:`fairfl_core.report.results.load_client_accuracies`)."""
     _require(clients, ["acc", "dataset", hue], "plot_client_accuracy")
-    clients, note = _trained(clients, hue, "plot_client_accuracy")
+    trained, note = _trained(clients, hue)
+    if trained.empty:
+        return _all_diverged(clients, "per-client accuracy", note)
+    clients = trained
     palette = _palette(clients, hue)
     fig = Figure(figsize=(11, max(3.8, 1.4 + 0.34 * len(palette))), layout="constrained")
     ecdf_ax, violin_ax = fig.subplots(1, 2, width_ratios=(1, 1.25))
@@ -201,7 +211,10 @@ def plot_accuracy_vs_fairness(
     """Accuracy against a dispersion metric: one faint point per run, the mean per method with ± std bars;
     each method has its own colour and marker, named in a legend right of the panel."""
     _require(runs, [x, y, "dataset", hue], "plot_accuracy_vs_fairness")
-    runs, note = _trained(runs, hue, "plot_accuracy_vs_fairness")
+    trained, note = _trained(runs, hue)
+    if trained.empty:
+        return _all_diverged(runs, "accuracy vs fairness", note)
+    runs = trained
     palette = _palette(runs, hue)
     markers = {level: _MARKERS[i % len(_MARKERS)] for i, level in enumerate(palette)}
     legend_width = 0.6 + _CHAR_IN * max(len(str(level)) for level in palette)
@@ -245,7 +258,10 @@ def plot_sweep(
     """Metrics against a hyperparameter (a column of ``runs``, e.g. ``config.algorithm.params.mu``): mean
     over seeds with ± std bars; a logarithmic axis when the positive values span more than two decades."""
     _require(runs, [param, "dataset", hue, *metrics], f"plot_sweep({param!r})")
-    runs, note = _trained(runs, hue, f"plot_sweep({param!r})")
+    trained, note = _trained(runs, hue)
+    if trained.empty:
+        return _all_diverged(runs, f"sweep over {param.removeprefix('config.')}", note)
+    runs = trained
     palette = _palette(runs, hue)
     width = 4.2 * len(metrics)
     fig = Figure(figsize=(width, 3.4 + _legend_height(list(palette), width)), layout="constrained")
