@@ -1,6 +1,9 @@
-"""Minibatch schedules for a round's local training, drawn on the device for all clients at once.
+"""Minibatch schedules for a round's local training, drawn for all clients at once.
 
-Both engines (batched and sequential) consume the same schedule, so they see identical minibatches.
+Both engines (batched and sequential) consume the same schedule, so they see identical minibatches. The
+permutations are drawn on the CPU from the round's counter-based seed and only then moved to the engine's
+device, so a config and seed give the same minibatches on every device (CUDA's generator draws other numbers
+than the CPU's).
 
 A client with ``n`` local samples walks through successive random permutations of its data (sampling
 without replacement within an epoch, as a shuffled DataLoader does):
@@ -95,16 +98,14 @@ def draw_schedule(
     within = np.where(valid, pos % n, 0)
     n_epochs = int(epoch.max()) + 1
 
-    gen = torch.Generator(device=device).manual_seed(int(seed))
-    keys = torch.rand((k_clients, n_epochs, width), generator=gen, device=device)
-    cols = torch.arange(width, device=device)
-    keys = keys.masked_fill(cols >= torch.as_tensor(counts, device=device)[:, None, None], 2.0)
+    gen = torch.Generator().manual_seed(int(seed))  # on the CPU whatever the engine's device
+    keys = torch.rand((k_clients, n_epochs, width), generator=gen)
+    keys = keys.masked_fill(torch.arange(width) >= torch.as_tensor(counts)[:, None, None], 2.0)
     perm = keys.argsort(dim=-1)  # valid columns first, in random order
 
-    ep = torch.as_tensor(epoch, device=device)
-    wi = torch.as_tensor(within, device=device)
-    kk = torch.arange(k_clients, device=device)[:, None, None]
-    local = perm[kk, ep, wi]  # [K, S, B] positions inside each client's row
+    kk = torch.arange(k_clients)[:, None, None]
+    local = perm[kk, torch.as_tensor(epoch), torch.as_tensor(within)]  # [K, S, B] positions in each row
+    kk, local = kk.to(device), local.to(device)
     index = padded_index[kk, local]
     mask = torch.as_tensor(valid, device=device, dtype=dtype)
     active = np.arange(s_max)[None, :] < n_steps[:, None]

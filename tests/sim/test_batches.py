@@ -56,3 +56,21 @@ def test_bad_local_work_is_rejected():
         draw_schedule(index, counts, 2, steps=1, epochs=1, seed=0)
     with pytest.raises(ValueError, match="batch_size"):
         draw_schedule(index, counts, 0, steps=1, seed=0)
+
+
+def test_the_draw_never_reads_the_index_device(monkeypatch):
+    """Every draw is made on the CPU and only the result moves: a schedule for an index on another device
+    (``meta``, which holds no values) draws with a CPU generator, so CPU and CUDA runs see one stream."""
+    index, counts = _padded([7, 20, 3])
+    seen = []
+    real_rand = torch.rand
+
+    def spy(*args, **kwargs):
+        seen.append((kwargs.get("device"), kwargs["generator"].device))
+        return real_rand(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "rand", spy)
+    elsewhere = draw_schedule(index.to("meta"), counts, batch_size=5, epochs=2, seed=3)
+    assert seen == [(None, torch.device("cpu"))]
+    assert elsewhere.index.device.type == "meta" and elsewhere.mask.device.type == "meta"
+    assert elsewhere.index.shape == draw_schedule(index, counts, batch_size=5, epochs=2, seed=3).index.shape
