@@ -147,12 +147,12 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("sweep", help="run a sweep config (algorithms × seeds × grid)")
     _common(p)
-    p.add_argument("--executor", default="inline", choices=["inline", "process", "ray"])
+    p.add_argument("--executor", default="inline", choices=["inline", "process", "ray", "rows"])
     p.add_argument(
         "--workers",
         type=_positive_int,
         default=None,
-        help="processes, or a local Ray's CPUs (default: half the cores)",
+        help="processes, a local Ray's CPUs (default: half the cores), or runs trained as rows (default all)",
     )
     p.add_argument(
         "--ray-address", default=None, help="Ray cluster to use (default: $RAY_ADDRESS, else a local one)"

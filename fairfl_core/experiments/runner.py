@@ -32,6 +32,7 @@ from fairfl_core.models import build_model
 from fairfl_core.provenance import provenance
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
+from fairfl_core.sim.rows import PoolRegistry, RowsBatcher
 
 __all__ = [
     "RunResult",
@@ -211,12 +212,17 @@ def _changed(stored: dict[str, Any] | None, current: dict[str, Any]) -> list[str
     return sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
 
 
-def build_engine(cfg: ExperimentConfig, device: str | None = None) -> Engine:
+def build_engine(
+    cfg: ExperimentConfig, device: str | None = None, pools: PoolRegistry | None = None
+) -> Engine:
     """The engine that trains ``cfg`` on this machine: its data on ``device`` (default: the config's), its
-    model, trainer and dtype; sets the torch threads of ``engine.threads``."""
+    model, trainer and dtype; sets the torch threads of ``engine.threads``. ``pools``: share the sample pool
+    and labels with the other runs of this process that hold equal ones (the rows executor)."""
     if cfg.engine.threads:
         torch.set_num_threads(cfg.engine.threads)
     data = run_data(cfg, resolve_device(device or cfg.engine.device))
+    if pools is not None:
+        data = pools.share(data)
     if cfg.train.clients_per_round > data.num_clients:
         raise ValueError(
             f"config field train.clients_per_round = {cfg.train.clients_per_round} exceeds the "
@@ -254,7 +260,10 @@ def run_experiment(
     resume: bool = True,
     progress: bool = True,
     device: str | None = None,
+    rows: RowsBatcher | None = None,
 ) -> RunResult:
+    """Run ``cfg`` to the end (or resume it) under ``results_dir`` and return its result. ``rows``: train
+    together with the other runs of this batcher (``sim/rows.py``), with the same numbers as alone."""
     cfg.validate()
     parse_device(device or cfg.engine.device)
     store = RunStore(writable_results_dir(results_dir) / config_hash(cfg))
@@ -272,7 +281,9 @@ def run_experiment(
             stacklevel=2,
         )
         resume = False
-    engine = build_engine(cfg, device)
+    engine = build_engine(cfg, device, pools=rows and rows.pools)
+    if rows is not None:
+        rows.attach(engine)
     dev, data = engine.device, engine.data
     sim = Simulation(engine, cfg.train, cfg.seed, cfg.faults)
     algo = build_algorithm(cfg.algorithm.name, sim, cfg.algorithm.params)

@@ -11,8 +11,10 @@ A sweep config is a run config plus a ``sweep`` section::
 An algorithm entry's ``overrides`` (``section.field=value``, as ``--set``) apply to its runs only, after the
 grid: a control that differs from the base config in one setting.
 
-Executors: ``inline`` (this process), ``process`` (a local process pool) and ``ray`` (one Ray task per run on
-a cluster or a local Ray instance, :mod:`fairfl_core.experiments.ray_executor`). Runs whose results exist are
+Executors: ``inline`` (this process), ``process`` (a local process pool), ``ray`` (one Ray task per run on
+a cluster or a local Ray instance, :mod:`fairfl_core.experiments.ray_executor`) and ``rows`` (every run in a
+thread of this process, their local training stacked as rows of one computation, :mod:`fairfl_core.sim.rows`;
+the same numbers as alone). Runs whose results exist are
 never scheduled, so a sweep killed at any moment and started again recomputes no finished run and resumes
 the others from their checkpoints (:mod:`fairfl_core.experiments.runner`). A pool worker exits when the
 sweep's process dies, even by SIGKILL. A run that raises is reported as ``failed`` with its config hash and
@@ -34,10 +36,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tqdm.auto import tqdm
+
 from fairfl_core.experiments.config import ExperimentConfig, apply_overrides, config_hash
 from fairfl_core.experiments.ray_executor import ray_executor
 from fairfl_core.experiments.runner import RunResult, cached_run, parse_device, run_experiment
 from fairfl_core.experiments.store import writable_results_dir
+from fairfl_core.sim.rows import RowsBatcher
 
 __all__ = ["EXECUTORS", "SweepOutcome", "expand_sweep", "run_sweep"]
 
@@ -113,9 +118,17 @@ def _check_sweep(algorithms, seeds, grid, named: bool) -> None:
         )
 
 
-def _run_one(cfg: ExperimentConfig, results_dir: str, progress: bool, device: str | None) -> SweepOutcome:
+def _run_one(
+    cfg: ExperimentConfig,
+    results_dir: str,
+    progress: bool,
+    device: str | None,
+    rows: RowsBatcher | None = None,
+) -> SweepOutcome:
     try:
-        return SweepOutcome(cfg, run_experiment(cfg, results_dir, progress=progress, device=device))
+        return SweepOutcome(
+            cfg, run_experiment(cfg, results_dir, progress=progress, device=device, rows=rows)
+        )
     except Exception as exc:  # a failing run is reported, the sweep goes on
         return SweepOutcome(cfg, None, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
 
@@ -148,11 +161,40 @@ def _process_pool(configs, results_dir, progress, device, workers):
         return [f.result() for f in futures]
 
 
+def _rows(configs, results_dir, progress, device, workers, memory_gb: float | None = None):
+    """Every run in a thread of this process, their local training stacked as rows (``sim/rows.py``);
+    ``workers`` runs at a time (default: all), ``memory_gb`` bounds one stacked computation."""
+    batcher = RowsBatcher(memory_gb)
+    todo = list(enumerate(configs))
+    outcomes: list[SweepOutcome | None] = [None] * len(todo)
+    bar = tqdm(total=len(todo), disable=not progress, desc="runs as rows", unit="run")
+
+    def work():
+        with batcher.turn():  # one run's code at a time; the others wait in their local training
+            while todo:
+                i, cfg = todo.pop(0)
+                outcomes[i] = _run_one(cfg, results_dir, False, device, rows=batcher)
+                bar.update()
+
+    threads = [
+        threading.Thread(target=work, name=f"rows-{i}") for i in range(min(workers or len(todo), len(todo)))
+    ]
+    batcher.expect(len(threads))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    bar.close()
+    return outcomes
+
+
 EXECUTORS: dict[str, Callable[..., list[SweepOutcome]]] = {
     "inline": _inline,
     "process": _process_pool,
     "ray": ray_executor,
+    "rows": _rows,
 }
+EXECUTOR_OPTIONS = {"ray": {"ray_address", "num_cpus", "num_gpus"}, "rows": {"memory_gb"}}
 
 
 def run_sweep(
@@ -163,21 +205,22 @@ def run_sweep(
     workers: int | None = None,
     progress: bool = True,
     device: str | None = None,
-    **ray_options,
+    **options,
 ) -> list[SweepOutcome]:
     """Run every config not already finished under ``results_dir`` through ``executor`` and return one
-    outcome per config, in order. ``workers``: the pool's processes, or a local Ray instance's CPUs.
-    ``ray_options`` (``ray_address``, ``num_cpus``, ``num_gpus`` per run) go to the ``ray`` executor
-    (:mod:`fairfl_core.experiments.ray_executor`)."""
+    outcome per config, in order. ``workers``: the pool's processes, a local Ray instance's CPUs, or the runs
+    the ``rows`` executor trains together. ``options``: the ``ray`` executor's ``ray_address``, ``num_cpus``
+    and ``num_gpus`` per run (:mod:`fairfl_core.experiments.ray_executor`), the ``rows`` executor's
+    ``memory_gb`` (one stacked computation's bound; default: half a GPU's free memory, a quarter of RAM)."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {sorted(EXECUTORS)}, got {executor!r}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers={workers!r} must be a positive number of processes (None: half the cores)")
-    unknown = sorted(set(ray_options) - {"ray_address", "num_cpus", "num_gpus"})
-    if unknown or (ray_options and executor != "ray"):
+    allowed = EXECUTOR_OPTIONS.get(executor, set())
+    if set(options) - allowed:
         raise ValueError(
-            f"executor options {sorted(ray_options)} apply only to executor='ray' (ray_address, num_cpus, "
-            f"num_gpus); got executor={executor!r}"
+            f"executor options {sorted(set(options) - allowed)} do not apply to executor={executor!r}; "
+            + "; ".join(f"{name} takes {sorted(opts)}" for name, opts in EXECUTOR_OPTIONS.items())
         )
     if device is not None:
         parse_device(device)
@@ -189,7 +232,7 @@ def run_sweep(
     done = {h: cached_run(c, results_dir) for h, c in distinct.items()}  # finished runs are never scheduled
     todo = [c for h, c in distinct.items() if done[h] is None]
     outcomes = (
-        EXECUTORS[executor](todo, str(results_dir), progress, device, workers, **ray_options) if todo else []
+        EXECUTORS[executor](todo, str(results_dir), progress, device, workers, **options) if todo else []
     )
     by_hash = {h: SweepOutcome(distinct[h], r) for h, r in done.items() if r is not None}
     by_hash |= {o.hash: o for o in outcomes}

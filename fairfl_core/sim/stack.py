@@ -128,10 +128,12 @@ class BatchedTrainer:
         spec: LocalSpec,
         schedule: BatchSchedule,
         running: torch.Tensor | None = None,
+        chunk_size: int | None = None,
     ) -> LocalResult:
-        """Every client's whole schedule, ``chunk_size`` clients at a time (bounds memory)."""
+        """Every client's whole schedule, ``chunk_size`` clients at a time (bounds memory; default the
+        trainer's)."""
         k_clients = schedule.index.shape[0]
-        chunk = self.chunk_size or k_clients
+        chunk = min(chunk_size or self.chunk_size or k_clients, k_clients)
         parts = []
         for lo in range(0, k_clients, chunk):
             rows = slice(lo, min(lo + chunk, k_clients))

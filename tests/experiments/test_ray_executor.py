@@ -34,9 +34,9 @@ def test_task_resources_come_from_the_flags_else_the_config():
 
 
 def test_ray_options_need_the_ray_executor(tmp_path):
-    with pytest.raises(ValueError, match="apply only to executor='ray'"):
+    with pytest.raises(ValueError, match=r"\['ray_address'\] do not apply to executor='process'"):
         run_sweep(_configs(), tmp_path, executor="process", ray_address="auto")
-    with pytest.raises(ValueError, match="apply only to executor='ray'"):
+    with pytest.raises(ValueError, match=r"\['num_cpu'\] do not apply to executor='ray'; ray takes"):
         run_sweep(_configs(), tmp_path, executor="ray", num_cpu=1)
 
 

@@ -1,0 +1,399 @@
+"""Runs as rows: the local training of many concurrent runs as one stacked computation.
+
+R runs of one experiment (seeds × methods × hyperparameter values) each keep their own algorithm, engine,
+store and checkpoints, and run in their own thread (the ``rows`` executor of ``experiments/sweep.py``).
+Their engines' ``train`` calls come here: a run that asks for local training waits until every live run is
+waiting or done, and the pending calls are then executed together. Calls that can share a stack do: their
+clients become rows of one :class:`~fairfl_core.sim.stack.ClientStack`, each with its own starting point,
+minibatch schedule, running statistics and step terms.
+
+A row's numbers do not depend on the other rows of its stack (``stack.py``: a row that does not step is
+multiplied by exact ones and zeros; every per-client computation is its own slice of a batched kernel), so
+each run gets exactly the numbers it gets alone. Two calls share a stack when these are equal: the data pool
+and labels (the same tensors, see :class:`PoolRegistry`), the model (architecture and settings), dtype and
+client axis, and the spec's learning rate, batch size, local work, momentum, objective, loss and statistics.
+Their step terms may differ: term ``i`` of the merged spec applies each call's own term ``i`` to that call's
+rows (:class:`RowTerms`), a missing term contributing the exact identity (scale 1, drift 0). Models that draw
+dropout masks from torch's generator never share a stack (the masks would depend on the stack's size).
+
+Only one run's Python code executes at a time (the waiting is on one condition variable), so the runs do not
+compete for the CPU's threads and each run's own code is exactly its code alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from fairfl_core.data.federated import FederatedDataset
+from fairfl_core.sim.batches import BatchSchedule
+from fairfl_core.sim.local import LocalResult, LocalSpec, StepTerm
+from fairfl_core.sim.params import ParamSpace
+from fairfl_core.sim.stack import BatchedTrainer
+
+__all__ = [
+    "PoolRegistry",
+    "RowTerms",
+    "RowsBatcher",
+    "activation_elements",
+    "concat_schedules",
+    "draws_from_torch",
+    "memory_budget",
+    "merge_specs",
+    "row_bytes",
+    "spec_key",
+]
+
+
+# -- merging calls into one stack -------------------------------------------------------------------------
+def concat_schedules(schedules: Sequence[BatchSchedule]) -> BatchSchedule:
+    """The schedules of consecutive groups of rows as one; shorter ones padded with inactive steps."""
+    if len({s.index.shape[2] for s in schedules}) != 1:
+        raise ValueError("schedules of one stack need one batch size")
+    steps = max(s.num_steps for s in schedules)
+
+    def pad(t: torch.Tensor, s: BatchSchedule) -> torch.Tensor:
+        extra = steps - s.num_steps
+        return t if extra == 0 else torch.cat([t, t.new_zeros(t.shape[0], extra, t.shape[2])], dim=1)
+
+    return BatchSchedule(
+        index=torch.cat([pad(s.index, s) for s in schedules]),
+        mask=torch.cat([pad(s.mask, s) for s in schedules]),
+        active=np.concatenate([np.pad(s.active, ((0, 0), (0, steps - s.num_steps))) for s in schedules]),
+        epoch_steps=np.concatenate([s.epoch_steps for s in schedules]),
+    )
+
+
+@dataclass
+class RowTerms(StepTerm):
+    """Step term ``i`` of several calls stacked as consecutive row ranges: each range's own term (None: the
+    call has fewer terms) gives that range's scale and drift; an absent one gives exactly 1 and 0, so each
+    row's step is the one it takes alone."""
+
+    parts: list[tuple[int, int, StepTerm | None]]  # (first row, end row, term)
+
+    def bind(self, space: ParamSpace, start):
+        return RowTerms(
+            [(lo, hi, t and t.bind(space, [s[lo:hi] for s in start])) for lo, hi, t in self.parts]
+        )
+
+    def rows(self, rows: slice) -> RowTerms:
+        parts = []
+        for lo, hi, t in self.parts:
+            a, b = max(lo, rows.start), min(hi, rows.stop)
+            if a < b:
+                parts.append((a - rows.start, b - rows.start, t and t.rows(slice(a - lo, b - lo))))
+        return RowTerms(parts)
+
+    def _split(self, rows: torch.Tensor | None, device):
+        """``(positions in the stepping rows, the term's own rows)`` of each part."""
+        for lo, hi, t in self.parts:
+            if rows is None:
+                yield slice(lo, hi), None, t, hi - lo
+            else:
+                inside = ((rows >= lo) & (rows < hi)).nonzero().squeeze(1)
+                yield inside, rows[inside] - lo, t, len(inside)
+
+    def scale(self, rows):
+        pieces = [(at, t.scale(own) if t else None, n) for at, own, t, n in self._split(rows, None)]
+        if all(s is None for _, s, _ in pieces):
+            return None
+        like = next(s for _, s, _ in pieces if s is not None)
+        out = like.new_ones(self._count(rows))
+        for at, s, _ in pieces:
+            if s is not None:
+                out[at] = s
+        return out
+
+    def drift(self, ws, rows):
+        pieces = []
+        for at, own, t, _ in self._split(rows, None):
+            part_ws = [w[at] for w in ws]
+            pieces.append((at, t.drift(part_ws, own) if t else None))
+        if all(d is None for _, d in pieces):
+            return None
+        out = [torch.zeros_like(w) for w in ws]
+        for at, d in pieces:
+            if d is not None:
+                for o, v in zip(out, d, strict=True):
+                    o[at] = v
+        return out
+
+    def _count(self, rows) -> int:
+        return self.parts[-1][1] if rows is None else len(rows)
+
+
+def merge_specs(specs: Sequence[LocalSpec], sizes: Sequence[int]) -> LocalSpec:
+    """One spec for the calls' rows stacked in order (``specs`` share a :func:`spec_key`)."""
+    terms = [spec.step_terms() for spec in specs]
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    width = max(len(t) for t in terms)
+    merged = [
+        RowTerms(
+            [
+                (int(bounds[c]), int(bounds[c + 1]), ts[i] if i < len(ts) else None)
+                for c, ts in enumerate(terms)
+            ]
+        )
+        for i in range(width)
+    ]
+    first = specs[0]
+    return LocalSpec(
+        lr=first.lr,
+        batch_size=first.batch_size,
+        steps=first.steps,
+        epochs=first.epochs,
+        momentum=first.momentum,
+        objective=first.objective,
+        loss=first.loss,
+        terms=merged,
+        statistics=first.statistics,
+    )
+
+
+def _callable_key(fn: Callable | None):
+    """Equal for two functions that compute the same thing: the same object, or the same code with equal
+    closure values (an algorithm builds its objective anew each round); otherwise the object itself."""
+    if fn is None or not hasattr(fn, "__code__"):
+        return fn
+    cells = []
+    for cell in fn.__closure__ or ():
+        value = cell.cell_contents
+        if not isinstance(value, int | float | str | bool | type(None)):
+            return fn
+        cells.append(value)
+    return (fn.__code__, tuple(cells), fn.__defaults__)
+
+
+def spec_key(spec: LocalSpec) -> tuple:
+    """What two calls' specs must share to be one stack (the step terms need not)."""
+    try:
+        statistics = tuple(spec.statistics)
+        hash(statistics)
+    except TypeError:
+        statistics = id(spec.statistics)
+    return (
+        spec.lr,
+        spec.batch_size,
+        spec.steps,
+        spec.epochs,
+        spec.momentum,
+        _callable_key(spec.objective),
+        _callable_key(spec.loss),
+        statistics,
+    )
+
+
+def draws_from_torch(model: nn.Module) -> bool:
+    """Whether training the model draws from torch's generator (dropout masks)."""
+    return any(isinstance(m, nn.modules.dropout._DropoutNd) and m.p > 0 for m in model.modules())
+
+
+# -- shared data pools ------------------------------------------------------------------------------------
+class PoolRegistry:
+    """One copy of each distinct sample pool and label vector among the runs of a process: runs of different
+    seeds build their federated datasets separately, and their stacks can be one only if the tensors are."""
+
+    def __init__(self):
+        self._pools: dict[tuple, FederatedDataset] = {}
+        self._labels: dict[tuple, torch.Tensor] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _digest(t: torch.Tensor) -> tuple:
+        data = t.detach().cpu().contiguous().numpy().tobytes()
+        return (
+            tuple(t.shape),
+            str(t.dtype),
+            str(t.device),
+            hashlib.blake2b(data, digest_size=16).hexdigest(),
+        )
+
+    def share(self, data: FederatedDataset) -> FederatedDataset:
+        """``data`` with its pool and labels replaced by the registry's equal copies (first seen: kept)."""
+        with self._lock:
+            pool = self._pools.setdefault(self._digest(data.x), data)
+            if pool is not data:
+                data.x, data._normalised = pool.x, pool._normalised
+            data.y = self._labels.setdefault(self._digest(data.y), data.y)
+        return data
+
+
+# -- memory ------------------------------------------------------------------------------------------------
+def memory_budget(device: torch.device, gigabytes: float | None = None) -> int:
+    """Bytes one stacked computation may use: ``gigabytes`` if given, else half the free memory of a CUDA
+    device or a quarter of the available RAM."""
+    if gigabytes is not None:
+        return int(gigabytes * 2**30)
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0] * 0.5)
+    return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * 0.25)
+
+
+def activation_elements(model: nn.Module, sample: torch.Tensor) -> int:
+    """Elements of every module's output for one sample (a bound on what training keeps per sample)."""
+    total = 0
+
+    def count(_module, _inputs, output):
+        nonlocal total
+        if isinstance(output, torch.Tensor):
+            total += output.numel()
+
+    handles = [m.register_forward_hook(count) for m in model.modules()]
+    try:
+        with torch.no_grad():
+            model(sample)
+    finally:
+        for h in handles:
+            h.remove()
+    return total
+
+
+def row_bytes(params: int, activations: int, batch: int, dtype: torch.dtype, momentum: bool) -> int:
+    """Bytes one client row of a stack holds: its parameters, gradient, step terms and momentum
+    (``4 + momentum`` copies of P), and three copies of its minibatch's activations (forward, backward)."""
+    size = torch.finfo(dtype).bits // 8
+    return size * (params * (4 + int(momentum)) + 3 * batch * activations)
+
+
+# -- the batcher -------------------------------------------------------------------------------------------
+@dataclass
+class _Call:
+    engine: object
+    start: torch.Tensor
+    spec: LocalSpec
+    schedule: BatchSchedule
+    running: torch.Tensor | None
+    result: LocalResult | None = None
+    error: BaseException | None = None
+    done: bool = False
+    rows: int = field(init=False)
+
+    def __post_init__(self):
+        self.rows = self.schedule.index.shape[0]
+
+    def key(self) -> tuple:
+        e = self.engine
+        if not isinstance(e.trainer, BatchedTrainer) or draws_from_torch(e.model):
+            return ("alone", id(self))
+        return (
+            id(e.data.x),
+            id(e.trainer.labels),
+            repr(e.model),
+            e.dtype,
+            str(e.device),
+            e.client_axis,
+            self.running is None,
+            spec_key(self.spec),
+        )
+
+
+class RowsBatcher:
+    """The meeting point of the run threads (module docstring): :meth:`expect` the threads first, then each
+    one runs inside :meth:`turn` (holding the baton, except while it waits for its training) with its engines
+    :meth:`attach` ed."""
+
+    def __init__(self, memory_gb: float | None = None):
+        self.pools = PoolRegistry()
+        self._memory_gb = memory_gb
+        self._baton = threading.Condition()
+        self._live = 0
+        self._pending: list[_Call] = []
+        self._activations: dict[int, int] = {}
+        self.calls = 0  # train calls served
+        self.stacks = 0  # stacked computations that served them
+
+    def expect(self, threads: int) -> None:
+        """``threads`` more threads take part: no meeting starts before each has called or left."""
+        with self._baton:
+            self._live += threads
+
+    @contextmanager
+    def turn(self):
+        """One expected thread's whole work; on leaving, the other runs no longer wait for it."""
+        with self._baton:
+            try:
+                yield self
+            finally:
+                self._live -= 1
+                if self._pending and len(self._pending) == self._live:
+                    self._flush()
+
+    def attach(self, engine) -> None:
+        """Route ``engine.train`` through the batcher (the engine's other computations run as they are)."""
+        engine.train = lambda clients, start, spec, seed, work=None: self.train(
+            engine, clients, start, spec, seed, work
+        )
+
+    def train(self, engine, clients, start, spec, seed, work=None) -> LocalResult:
+        """``Engine.train``'s result, computed together with the other live runs' calls."""
+        call = _Call(engine, start, spec, engine.schedule(clients, spec, seed, work), engine.running)
+        self._pending.append(call)
+        if len(self._pending) == self._live:
+            self._flush()
+        while not call.done:
+            self._baton.wait()
+        if call.error is not None:
+            raise call.error
+        return call.result
+
+    def _flush(self) -> None:
+        calls, self._pending = self._pending, []
+        groups: dict[tuple, list[_Call]] = {}
+        for c in calls:
+            groups.setdefault(c.key(), []).append(c)
+        for group in groups.values():
+            try:
+                self._train_group(group)
+            except Exception as exc:  # every call of the failed stack raises it in its own run
+                for c in group:
+                    c.error = exc
+            for c in group:
+                c.done = True
+        self.calls += len(calls)
+        self.stacks += len(groups)
+        self._baton.notify_all()
+
+    def _chunk(self, call: _Call, rows: int) -> int:
+        e = call.engine
+        if id(e.model) not in self._activations:
+            sample = e.data.inputs(call.schedule.index[:1, 0, :1].reshape(1), e.dtype)
+            e.eval_mode()
+            self._activations[id(e.model)] = activation_elements(e.model, sample)
+        per_row = row_bytes(
+            e.space.size,
+            self._activations[id(e.model)],
+            call.spec.batch_size,
+            e.dtype,
+            bool(call.spec.momentum),
+        )
+        return max(1, min(rows, memory_budget(e.device, self._memory_gb) // per_row))
+
+    def _train_group(self, group: list[_Call]) -> None:
+        first = group[0]
+        if len(group) == 1 and first.key()[0] == "alone":
+            first.result = first.engine.trainer.train(first.start, first.spec, first.schedule, first.running)
+            return
+        sizes = [c.rows for c in group]
+        start = torch.cat([c.start if c.start.dim() == 2 else c.start.expand(c.rows, -1) for c in group])
+        running = None
+        if first.running is not None:
+            running = torch.cat(
+                [c.running if c.running.dim() == 2 else c.running.expand(c.rows, -1) for c in group]
+            )
+        spec = merge_specs([c.spec for c in group], sizes)
+        schedule = concat_schedules([c.schedule for c in group])
+        trainer = first.engine.trainer
+        out = trainer.train(start, spec, schedule, running, chunk_size=self._chunk(first, sum(sizes)))
+        lo = 0
+        for c in group:
+            c.result = out.rows(torch.arange(lo, lo + c.rows, device=start.device))
+            lo += c.rows

@@ -1,0 +1,190 @@
+"""Runs as rows (``sim/rows.py``): every registered algorithm gives, trained together with other runs, exactly
+(float64, bit for bit) the numbers it gives alone, also with faults and beside a run that diverges."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from fairfl_core.algorithms import build_algorithm
+from fairfl_core.experiments.config import TrainConfig
+from fairfl_core.sim.batches import draw_schedule
+from fairfl_core.sim.context import Simulation
+from fairfl_core.sim.engine import Engine
+from fairfl_core.sim.local import LocalSpec, Prox
+from fairfl_core.sim.rows import RowsBatcher, RowTerms, concat_schedules, merge_specs, spec_key
+from fairfl_core.sim.stack import BatchedTrainer
+from tests.algorithms.test_contracts import CASES, FAULTS, WORK
+from tests.conftest import tiny_federated, tiny_model
+
+ROUNDS = 3
+SETTINGS = [("epochs", "none"), ("steps", "dropout"), ("epochs", "straggler")]
+
+
+def _sim(data, seed, work, faults, model=None, **train) -> Simulation:
+    settings = dict(rounds=ROUNDS, clients_per_round=3, batch_size=4, lr=0.2, local_steps=3)
+    settings.update(WORK[work], **train)
+    engine = Engine(model or tiny_model(), data, dtype=torch.float64)
+    return Simulation(engine, TrainConfig(**settings), seed, FAULTS[faults])
+
+
+def _record(algo, rounds=ROUNDS):
+    outs = [algo.round(t) for t in range(rounds)]
+    return [o.selected.tolist() for o in outs], algo.eval_params().clone()
+
+
+def _as_rows(algos, rounds=ROUNDS):
+    """Run the algorithms in threads that meet in one batcher; their records in order."""
+    batcher, records, errors = RowsBatcher(), [None] * len(algos), []
+    for algo in algos:
+        batcher.attach(algo.sim.engine)
+
+    def work(i):
+        with batcher.turn():
+            try:
+                records[i] = _record(algos[i], rounds)
+            except Exception as exc:  # pragma: no cover - re-raised below
+                errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(algos))]
+    batcher.expect(len(threads))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return records, batcher
+
+
+def _same(a, b) -> bool:
+    (sel_a, w_a), (sel_b, w_b) = a, b
+    return (
+        sel_a == sel_b
+        and torch.equal(w_a.isnan(), w_b.isnan())
+        and torch.equal(w_a.nan_to_num(), w_b.nan_to_num())
+    )
+
+
+@pytest.mark.parametrize("work,faults", SETTINGS, ids=[f"{w}-{f}" for w, f in SETTINGS])
+@pytest.mark.parametrize("name,params", CASES, ids=[f"{n}{i}" for i, (n, _) in enumerate(CASES)])
+def test_every_algorithm_as_rows_equals_its_runs_alone(name, params, work, faults):
+    data = tiny_federated()
+
+    def runs():
+        # two seeds of the case, FedProx (another step term in the same stack) and a FedAvg that diverges
+        poisoned = build_algorithm("fedavg", _sim(data, 3, work, faults), {})
+        poisoned.state["w"] = torch.full_like(poisoned.w, float("inf"))
+        return [
+            build_algorithm(name, _sim(data, 0, work, faults), params),
+            build_algorithm(name, _sim(data, 1, work, faults), params),
+            build_algorithm("fedprox", _sim(data, 2, work, faults), {"mu": 0.5}),
+            poisoned,
+        ]
+
+    alone = [_record(algo) for algo in runs()]
+    together, batcher = _as_rows(runs())
+    assert [_same(a, b) for a, b in zip(alone, together, strict=True)] == [True] * 4
+    assert not torch.isfinite(together[3][1]).any() and torch.isfinite(together[2][1]).all()
+    assert batcher.stacks < batcher.calls  # some calls did share a stack
+
+
+class TinyCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = nn.Conv2d(1, 3, 3, padding=1)
+        self.head = nn.Linear(48, 4)
+
+    def features(self, x):
+        return torch.relu(self.conv(x)).flatten(1)
+
+    def forward(self, x):
+        return self.head(self.features(x))
+
+
+@pytest.mark.parametrize("client_axis", ["loop", "vmap"])
+def test_convolutional_clients_as_rows_equal_their_runs_alone(client_axis):
+    data = tiny_federated()
+
+    def runs():
+        sims = [_sim(data, s, "steps", "none", model=TinyCNN()) for s in range(3)]
+        for sim in sims:
+            sim.engine = Engine(TinyCNN(), data, dtype=torch.float64, client_axis=client_axis)
+        return [
+            build_algorithm(n, sim, p)
+            for n, sim, p in zip(["fedavg", "fedavg", "fedprox"], sims, [{}, {}, {"mu": 0.1}], strict=True)
+        ]
+
+    alone = [_record(a) for a in runs()]
+    together, _ = _as_rows(runs())
+    assert all(_same(a, b) for a, b in zip(alone, together, strict=True))
+
+
+def test_a_memory_bound_splits_the_stack_into_chunks_with_the_same_numbers(monkeypatch):
+    data = tiny_federated()
+    alone = [_record(build_algorithm("fedavg", _sim(data, s, "steps", "none"), {})) for s in range(3)]
+    monkeypatch.setattr("fairfl_core.sim.rows.memory_budget", lambda device, gigabytes: 1)  # one row a chunk
+    chunks = []
+    real_train = BatchedTrainer.train
+
+    def train(self, start, spec, schedule, running=None, chunk_size=None):
+        chunks.append(chunk_size)
+        return real_train(self, start, spec, schedule, running, chunk_size)
+
+    monkeypatch.setattr(BatchedTrainer, "train", train)
+    together, _ = _as_rows([build_algorithm("fedavg", _sim(data, s, "steps", "none"), {}) for s in range(3)])
+    assert set(chunks) == {1}
+    assert all(_same(a, b) for a, b in zip(alone, together, strict=True))
+
+
+# -- the merge, by hand ------------------------------------------------------------------------------------
+def test_schedules_concatenate_with_inactive_padding():
+    index = torch.arange(12).view(2, 6)
+    a = draw_schedule(index[:1], np.array([6]), 3, epochs=1, seed=0)  # 2 steps
+    b = draw_schedule(index[1:], np.array([6]), 2, epochs=1, seed=1)  # batch 2: another batch size
+    with pytest.raises(ValueError, match="one batch size"):
+        concat_schedules([a, b])
+    c = draw_schedule(index, np.array([6, 3]), 3, epochs=2, seed=1)  # 4 and 2 steps
+    both = concat_schedules([a, c])
+    assert both.index.shape == (3, 4, 3)
+    assert both.active.tolist() == [[True, True, False, False], [True] * 4, [True, True, False, False]]
+    assert torch.equal(both.index[0, :2], a.index[0]) and both.mask[0, 2:].sum() == 0
+
+
+def test_row_terms_give_each_range_its_own_term_and_the_identity_elsewhere():
+    """Rows 0-1 carry Prox(μ=0.5, ref 0), row 2 no term: drift μ(w − 0) on rows 0-1, exactly 0 on row 2."""
+    w = [torch.tensor([[2.0], [4.0], [8.0]], dtype=torch.float64)]
+    prox = Prox(0.5, torch.zeros(1, dtype=torch.float64))
+    term = RowTerms([(0, 2, prox), (2, 3, None)]).bind(_Space(), w)
+    assert term.scale(None) is None
+    assert term.drift(w, None)[0].tolist() == [[1.0], [2.0], [0.0]]
+    rows = torch.tensor([1, 2])
+    assert term.drift([t[rows] for t in w], rows)[0].tolist() == [[2.0], [0.0]]
+    assert term.rows(slice(1, 3)).parts[0][:2] == (0, 1)
+
+
+def test_specs_merge_by_position_and_keys_ignore_the_terms():
+    a = LocalSpec(lr=0.1, batch_size=4, steps=2, prox_mu=0.5)
+    b = LocalSpec(lr=0.1, batch_size=4, steps=2, weight_decay=0.1)
+    assert spec_key(a) == spec_key(b) != spec_key(LocalSpec(lr=0.2, batch_size=4, steps=2))
+    merged = merge_specs([a, b], [2, 3])
+    assert [p[:2] for p in merged.terms[0].parts] == [(0, 2), (2, 5)]
+    assert merged.prox_mu == 0.0 and merged.step_terms() == list(merged.terms)
+
+
+def test_objectives_rebuilt_each_round_share_a_stack_when_equal():
+    def objective(q):
+        return lambda value: value ** (q + 1)
+
+    key = lambda q: spec_key(LocalSpec(lr=0.1, batch_size=4, steps=2, objective=objective(q)))  # noqa: E731
+    assert key(1.0) == key(1.0) != key(2.0)
+
+
+class _Space:
+    def unflatten(self, flat):
+        return {"w": flat.view(-1, 1) if flat.dim() == 2 else flat.view(1)}
