@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         "--workers",
         type=_positive_int,
         default=None,
-        help="processes, a local Ray's CPUs (default: half the cores), or runs trained as rows (default all)",
+        help="processes (with rows: each trains its share as rows), or a local Ray's CPUs; default: cores/2",
     )
     p.add_argument(
         "--ray-address", default=None, help="Ray cluster to use (default: $RAY_ADDRESS, else a local one)"

@@ -40,7 +40,7 @@ from tqdm.auto import tqdm
 
 from fairfl_core.experiments.config import ExperimentConfig, apply_overrides, config_hash
 from fairfl_core.experiments.ray_executor import ray_executor
-from fairfl_core.experiments.runner import RunResult, cached_run, parse_device, run_experiment
+from fairfl_core.experiments.runner import RunResult, cached_run, parse_device, resolve_device, run_experiment
 from fairfl_core.experiments.store import writable_results_dir
 from fairfl_core.sim.rows import RowsBatcher
 
@@ -161,9 +161,8 @@ def _process_pool(configs, results_dir, progress, device, workers):
         return [f.result() for f in futures]
 
 
-def _rows(configs, results_dir, progress, device, workers, memory_gb: float | None = None):
-    """Every run in a thread of this process, their local training stacked as rows (``sim/rows.py``);
-    ``workers`` runs at a time (default: all), ``memory_gb`` bounds one stacked computation."""
+def _rows_here(configs, results_dir, progress, device, memory_gb=None) -> list[SweepOutcome]:
+    """Every run in a thread of this process, their local training stacked as rows (``sim/rows.py``)."""
     batcher = RowsBatcher(memory_gb)
     todo = list(enumerate(configs))
     outcomes: list[SweepOutcome | None] = [None] * len(todo)
@@ -171,14 +170,11 @@ def _rows(configs, results_dir, progress, device, workers, memory_gb: float | No
 
     def work():
         with batcher.turn():  # one run's code at a time; the others wait in their local training
-            while todo:
-                i, cfg = todo.pop(0)
-                outcomes[i] = _run_one(cfg, results_dir, False, device, rows=batcher)
-                bar.update()
+            i, cfg = todo.pop(0)
+            outcomes[i] = _run_one(cfg, results_dir, False, device, rows=batcher)
+            bar.update()
 
-    threads = [
-        threading.Thread(target=work, name=f"rows-{i}") for i in range(min(workers or len(todo), len(todo)))
-    ]
+    threads = [threading.Thread(target=work, name=f"rows-{i}") for i in range(len(todo))]
     batcher.expect(len(threads))
     for t in threads:
         t.start()
@@ -186,6 +182,27 @@ def _rows(configs, results_dir, progress, device, workers, memory_gb: float | No
         t.join()
     bar.close()
     return outcomes
+
+
+def _rows(configs, results_dir, progress, device, workers, memory_gb: float | None = None):
+    """The runs as rows: in this process on a GPU (``workers`` None or 1), else split into ``workers``
+    contiguous shards (a method's seeds stay together), each trained as rows in a process of the pool
+    with cores/``workers`` torch threads: so on CPUs it does the process pool's work, each process's runs
+    stacked. ``memory_gb`` bounds one stacked computation."""
+    gpu = device is not None and parse_device(device) is not None and parse_device(device).type == "cuda"
+    if workers is None:
+        workers = 1 if gpu or resolve_device("auto").type == "cuda" else max(1, (os.cpu_count() or 1) // 2)
+    workers = min(workers, len(configs))
+    if workers == 1:
+        return _rows_here(configs, results_dir, progress, device, memory_gb)
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    bounds = [round(i * len(configs) / workers) for i in range(workers + 1)]
+    shards = [configs[bounds[i] : bounds[i + 1]] for i in range(workers)]
+    with cf.ProcessPoolExecutor(
+        workers, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(threads,)
+    ) as pool:
+        futures = [pool.submit(_rows_here, shard, results_dir, False, device, memory_gb) for shard in shards]
+        return [o for f in futures for o in f.result()]
 
 
 EXECUTORS: dict[str, Callable[..., list[SweepOutcome]]] = {
@@ -208,10 +225,11 @@ def run_sweep(
     **options,
 ) -> list[SweepOutcome]:
     """Run every config not already finished under ``results_dir`` through ``executor`` and return one
-    outcome per config, in order. ``workers``: the pool's processes, a local Ray instance's CPUs, or the runs
-    the ``rows`` executor trains together. ``options``: the ``ray`` executor's ``ray_address``, ``num_cpus``
-    and ``num_gpus`` per run (:mod:`fairfl_core.experiments.ray_executor`), the ``rows`` executor's
-    ``memory_gb`` (one stacked computation's bound; default: half a GPU's free memory, a quarter of RAM)."""
+    outcome per config, in order. ``workers``: the pool's processes (also the ``rows`` executor's: on CPUs,
+    each trains its share of the runs as rows), or a local Ray instance's CPUs. ``options``: the ``ray``
+    executor's ``ray_address``, ``num_cpus`` and ``num_gpus`` per run
+    (:mod:`fairfl_core.experiments.ray_executor`), the ``rows`` executor's ``memory_gb`` (one stacked
+    computation's bound; default: half a GPU's free memory, a quarter of RAM)."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {sorted(EXECUTORS)}, got {executor!r}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):

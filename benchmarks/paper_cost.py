@@ -1,0 +1,227 @@
+"""What every registered experiment's ``paper`` profile costs on this device, measured.
+
+For each experiment, one representative run (its first config: first method, first seed) is timed for a
+few rounds alone, and ``--rows`` of its runs (its first configs) are timed trained together by the rows
+executor (``sim/rows.py``). One evaluation (every client's test split and the pooled test set) is timed too.
+The projection of the whole profile is
+
+    runs × rounds × s_per_round  +  runs × (rounds / eval.every) × s_per_eval
+
+once with the alone figure and once with the rows figure (per run-round). Beside it, the floor: the
+training FLOPs of the whole profile (one minibatch's forward + backward counted by
+``torch.utils.flop_counter``, times the minibatches of a round, times rounds × runs) at the matmul rate this
+device measures for a large fp32 matmul. A projection far above its floor is time spent on launches,
+Python and memory traffic rather than arithmetic.
+
+Experiments whose workload is another's (same model, data, clients, local work and algorithm) are timed
+once. A run whose first round takes longer than ``--max-round-s`` is timed on that round only and not as
+rows. Prints one line per experiment and a total; ``--json PATH`` writes every figure.
+
+Usage: ``python benchmarks/paper_cost.py [--device cpu] [--rounds 2] [--rows 4] [--only REGEX]
+[--max-round-s 60] [--json out.json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import threading
+import time
+from dataclasses import asdict
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+import fairfl_core.experiments.papers  # noqa: F401  (registers the experiments)
+from fairfl_core.algorithms import build_algorithm
+from fairfl_core.experiments.profiles import EXPERIMENTS, experiment_configs
+from fairfl_core.experiments.runner import build_engine, evaluate, resolve_device
+from fairfl_core.sim.context import Simulation
+from fairfl_core.sim.local import masked_mean_loss
+from fairfl_core.sim.rows import RowsBatcher
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def matmul_rate(device: torch.device) -> float:
+    """FLOP/s of a large fp32 matmul (the device's practical peak)."""
+    n = 4096 if device.type == "cuda" else 1024
+    a, b = torch.ones(n, n, device=device), torch.ones(n, n, device=device)
+    for _ in range(3):
+        a @ b
+    sync(device)
+    reps, tick = 20, time.perf_counter()
+    for _ in range(reps):
+        a @ b
+    sync(device)
+    return 2 * n**3 * reps / (time.perf_counter() - tick)
+
+
+def build(cfg, device, rows: RowsBatcher | None = None):
+    engine = build_engine(cfg, str(device), pools=rows and rows.pools)
+    if rows is not None:
+        rows.attach(engine)
+    sim = Simulation(engine, cfg.train, cfg.seed, cfg.faults)
+    return build_algorithm(cfg.algorithm.name, sim, cfg.algorithm.params)
+
+
+def round_flops(algo) -> float:
+    """Training FLOPs of round 0: one minibatch's forward + backward, times the round's minibatches."""
+    engine, plan = algo.sim.engine, algo.configure(0)
+    schedule = engine.schedule(plan.clients, plan.spec, seed=0)
+    samples = float(schedule.mask.sum())
+    idx = schedule.index[0, 0][schedule.mask[0, 0] > 0]
+    x, y = engine.data.inputs(idx, engine.dtype), engine.data.y[idx]
+    model = engine.model.train()
+    with FlopCounterMode(display=False) as counter:
+        loss = masked_mean_loss(model(x), y, torch.ones(len(idx), dtype=engine.dtype, device=engine.device))
+        loss.backward()
+    model.zero_grad(set_to_none=True)
+    engine.eval_mode()
+    counted = counter.get_total_flops() / len(idx)
+    # fused recurrent kernels are not counted: at least 6 FLOPs per parameter per token
+    tokens = x.shape[1] if not x.is_floating_point() and x.dim() == 2 else 1
+    return samples * max(counted, 6 * engine.space.size * tokens)
+
+
+def time_rounds(algo, rounds: int, device, first: int = 0) -> float:
+    sync(device)
+    tick = time.perf_counter()
+    for t in range(first, first + rounds):
+        algo.round(t)
+    sync(device)
+    return (time.perf_counter() - tick) / rounds
+
+
+def time_rows(configs, rounds: int, device) -> float:
+    """Wall seconds per run-round of ``configs`` trained together, from the first run's end of its warm-up
+    round to the last run's end (a slight overestimate: it holds the other runs' ends of round 0)."""
+    batcher = RowsBatcher()
+    algos = [build(c, device, batcher) for c in configs]
+    marks: list[float] = []
+
+    def work(algo):
+        with batcher.turn():
+            algo.round(0)
+            sync(device)
+            marks.append(time.perf_counter())
+            for t in range(1, rounds + 1):
+                algo.round(t)
+
+    threads = [threading.Thread(target=work, args=(a,)) for a in algos]
+    batcher.expect(len(threads))
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    sync(device)
+    return (time.perf_counter() - min(marks)) / (rounds * len(configs))
+
+
+def workload_key(cfg) -> str:
+    d = cfg.to_dict()
+    for k in ("name", "seed"):
+        d.pop(k, None)
+    d["train"].pop("rounds", None)
+    return json.dumps(d, sort_keys=True, default=str)
+
+
+def hours(seconds: float) -> str:
+    return f"{seconds / 3600:9.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds timed after one warm-up round")
+    parser.add_argument("--rows", type=int, default=4, help="runs trained together (0: skip the rows timing)")
+    parser.add_argument("--only", default=None, help="regular expression on experiment names")
+    parser.add_argument("--max-round-s", type=float, default=60.0, help="time slower runs on one round only")
+    parser.add_argument("--json", default=None, help="write every figure to this file")
+    args = parser.parse_args()
+    device = resolve_device(args.device)
+    rate = matmul_rate(device)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    print(f"device={device} ({name}) threads={torch.get_num_threads()} matmul={rate / 1e9:.1f} GFLOP/s")
+    print(
+        f"{'experiment':46} {'runs':>5} {'rounds':>6} {'s/round':>8} {'rows s':>8} "
+        f"{'alone h':>9} {'rows h':>9} {'floor h':>9}"
+    )
+    measured: dict[str, dict] = {}
+    out, total = [], {"alone_h": 0.0, "rows_h": 0.0, "floor_h": 0.0}
+    for exp in sorted(EXPERIMENTS):
+        if args.only and not re.search(args.only, exp):
+            continue
+        configs = experiment_configs(exp, "paper")
+        cfg = configs[0]
+        key = workload_key(cfg)
+        if key not in measured:
+            algo = build(cfg, device)
+            flops = round_flops(algo)
+            sync(device)
+            tick = time.perf_counter()
+            algo.round(0)
+            sync(device)
+            first = time.perf_counter() - tick
+            slow = first > args.max_round_s
+            s_round = first if slow else time_rounds(algo, args.rounds, device, first=1)
+            tick = time.perf_counter()
+            evaluate(algo, algo.sim, 1)
+            sync(device)
+            s_eval = time.perf_counter() - tick
+            group = [c for c in configs if c.train == cfg.train][: args.rows]
+            s_rows = (
+                None if slow or args.rows < 2 or len(group) < 2 else time_rows(group, args.rounds, device)
+            )
+            measured[key] = {
+                "s_round": s_round,
+                "s_eval": s_eval,
+                "s_rows": s_rows,
+                "flops": flops,
+                "slow": slow,
+            }
+            del algo
+        m = measured[key]
+        runs, rounds = len(configs), cfg.train.rounds
+        evals = runs * (rounds // cfg.eval.every + 1) * m["s_eval"]
+        alone = runs * rounds * m["s_round"] + evals
+        rows = None if m["s_rows"] is None else runs * rounds * m["s_rows"] + evals
+        floor = runs * rounds * m["flops"] / rate
+        total["alone_h"] += alone / 3600
+        total["rows_h"] += (rows if rows is not None else alone) / 3600
+        total["floor_h"] += floor / 3600
+        rows_s = "-" if m["s_rows"] is None else f"{m['s_rows']:8.3f}"
+        print(
+            f"{exp:46} {runs:5d} {rounds:6d} {m['s_round']:8.3f} {rows_s:>8} {hours(alone)} "
+            f"{'-' if rows is None else hours(rows):>9} {hours(floor)}"
+            + ("  (1 round timed)" if m["slow"] else ""),
+            flush=True,
+        )
+        out.append(
+            {
+                "experiment": exp,
+                "runs": runs,
+                "rounds": rounds,
+                **m,
+                "alone_s": alone,
+                "rows_s": rows,
+                "floor_s": floor,
+                "model": cfg.model.name,
+                "engine": asdict(cfg.engine),
+            }
+        )
+    print(
+        f"paper_cost device={name} experiments={len(out)} alone_h={total['alone_h']:.1f} "
+        f"rows_h={total['rows_h']:.1f} floor_h={total['floor_h']:.2f} matmul_gflops={rate / 1e9:.1f}"
+    )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": name, "matmul_flops": rate, "experiments": out, "total": total}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
