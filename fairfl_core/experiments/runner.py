@@ -353,7 +353,9 @@ def run_experiment(
     bar.close()
 
     evals = store.records("evals")
-    final = evals[-1]
+    # a run that diverged at an evaluation (finite parameters, non-finite losses) is summarised by its last
+    # evaluation before the divergence, as one whose parameters went non-finite is
+    final = next(e for e in reversed(evals) if np.isfinite(e["client_loss"]).all() or e is evals[0])
     summary = {
         "status": status,
         "diverged_round": diverged_at,

@@ -1,0 +1,54 @@
+"""The rows executor (``run_sweep(..., executor="rows")``): the same run directories and numbers as the
+inline executor, each run with its own store, status and resume, in one process or split over a pool."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fairfl_core.experiments.config import ExperimentConfig, apply_overrides
+from fairfl_core.experiments.sweep import run_sweep
+from tests.experiments.conftest import digits_config
+
+
+def _configs() -> list[ExperimentConfig]:
+    base = digits_config().to_dict()
+    runs = [("fedavg", 0, {}), ("fedavg", 1, {}), ("fedprox", 0, {"mu": 0.1}), ("qffl", 0, {"q": 1.0})]
+    out = []
+    for name, seed, params in runs:
+        d = apply_overrides(base, ["engine.dtype=float64"])
+        d["algorithm"], d["seed"], d["name"] = {"name": name, "params": params}, seed, f"{name}-{seed}"
+        out.append(ExperimentConfig.from_dict(d).validate())
+    out.append(
+        ExperimentConfig.from_dict(
+            {**out[0].to_dict(), "train": {**out[0].to_dict()["train"], "lr": 1e6}, "name": "diverges"}
+        ).validate()
+    )
+    return out
+
+
+def _records(outcome) -> list:
+    return [json.loads(line) for line in (outcome.result.path / "evals.jsonl").read_text().splitlines()]
+
+
+def _numbers(outcome):
+    drop = {"wall_time"}
+    return outcome.status, [{k: v for k, v in r.items() if k not in drop} for r in _records(outcome)]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_rows_gives_every_run_the_numbers_of_the_inline_executor(tmp_path, workers):
+    configs = _configs()
+    inline = run_sweep(configs, tmp_path / "inline", progress=False)
+    rows = run_sweep(configs, tmp_path / "rows", executor="rows", workers=workers, progress=False)
+    assert [o.hash for o in rows] == [o.hash for o in inline]
+    assert [o.status for o in rows] == ["complete"] * 4 + ["diverged"]
+    assert [_numbers(o) for o in rows] == [_numbers(o) for o in inline]
+    again = run_sweep(configs, tmp_path / "rows", executor="rows", workers=workers, progress=False)
+    assert [o.result.summary for o in again] == [o.result.summary for o in rows]  # cached: nothing reruns
+
+
+def test_rows_options_are_checked(tmp_path):
+    with pytest.raises(ValueError, match=r"\['num_cpus'\] do not apply to executor='rows'"):
+        run_sweep(_configs(), tmp_path, executor="rows", num_cpus=2)
