@@ -11,8 +11,10 @@ Contract shared by all models:
   take int64 token ids ``[B, T]``.
 * ``torch.func`` ready: ``vmap(functional_call)`` over parameters stacked by ``stack_module_state`` works,
   forward and ``grad``, in float32 and float64 (no ``nn.LSTM``, no in-place ops, no data-dependent control
-  flow). Models with dropout (``ditto_cnn_femnist``, ``equitable_cnn_femnist``, ``lstm_afga``) need
-  ``vmap(..., randomness="different")`` in train mode. BatchNorm models (``convmixer``,
+  flow). Models with dropout (``ditto_cnn_femnist``, ``equitable_cnn_femnist``, ``lstm_afga``) use
+  :class:`~fairfl_core.models.dropout.SeededDropout`: the engine supplies each client's masks, drawn on the
+  CPU from the run's seeds; called directly in train mode it is ``nn.Dropout`` (under ``vmap``:
+  ``randomness="different"``). BatchNorm models (``convmixer``,
   ``resnet18(norm="batch")``): the engine stacks their running statistics per client (train mode updates
   each client's in its own slice) and evaluates in eval mode (``sim/engine.py``); ``resnet18`` defaults to
   GroupNorm, which has none.

@@ -44,6 +44,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from fairfl_core.models.dropout import SeededDropout
 from fairfl_core.models.mlp import dense_stack
 
 
@@ -88,9 +89,9 @@ class ConvNet(nn.Module):
             layers.append(nn.AdaptiveAvgPool2d(1))
             size = 1
         layers.append(nn.Flatten())
-        layers += [nn.Dropout(flat_dropout)] if flat_dropout else []
+        layers += [SeededDropout(flat_dropout)] if flat_dropout else []
         layers += dense_stack(channels * size * size, hidden)
-        layers += [nn.Dropout(head_dropout)] if head_dropout else []
+        layers += [SeededDropout(head_dropout)] if head_dropout else []
         self.body = nn.Sequential(*layers)
         self.head = nn.Linear(hidden[-1] if hidden else channels * size * size, num_classes)
 

@@ -36,6 +36,8 @@ import math
 import torch
 from torch import nn
 
+from fairfl_core.models.dropout import SeededDropout
+
 
 class LSTMLayer(nn.Module):
     """One LSTM layer over a whole sequence ``[B, T, in] → [B, T, hidden]`` (zero initial state).
@@ -87,7 +89,7 @@ class CharLSTM(nn.Module):
         self.layers = nn.ModuleList(
             LSTMLayer(sizes[k], hidden_size, num_biases, forget_bias) for k in range(num_layers)
         )
-        self.dropout = nn.Dropout(dropout) if dropout else nn.Identity()
+        self.dropout = SeededDropout(dropout) if dropout else nn.Identity()
         self.head = nn.Linear(hidden_size, vocab_size)
 
     def features(self, tokens: torch.Tensor) -> torch.Tensor:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-__all__ = ["BatchSchedule", "draw_schedule", "steps_per_client"]
+__all__ = ["BatchSchedule", "draw_schedule", "dropout_noise", "steps_per_client"]
 
 
 @dataclass
@@ -35,6 +35,7 @@ class BatchSchedule:
     mask: torch.Tensor  # float [K, S, B]
     active: np.ndarray  # bool [K, S] (host copy: which steps update each client)
     epoch_steps: np.ndarray  # int [K] minibatches in one pass over a client's data, ⌈n_k / min(B, n_k)⌉
+    seeds: np.ndarray  # uint64 [K] each row's seed for the draws of its steps (dropout masks)
 
     @property
     def num_steps(self) -> int:
@@ -42,7 +43,9 @@ class BatchSchedule:
 
     def rows(self, rows: slice) -> BatchSchedule:
         """The schedule of the clients in ``rows``."""
-        return BatchSchedule(self.index[rows], self.mask[rows], self.active[rows], self.epoch_steps[rows])
+        return BatchSchedule(
+            self.index[rows], self.mask[rows], self.active[rows], self.epoch_steps[rows], self.seeds[rows]
+        )
 
 
 def steps_per_client(
@@ -110,4 +113,22 @@ def draw_schedule(
     mask = torch.as_tensor(valid, device=device, dtype=dtype)
     active = np.arange(s_max)[None, :] < n_steps[:, None]
     epoch_steps = -(-counts // np.minimum(b, counts))
-    return BatchSchedule(index=index, mask=mask, active=active, epoch_steps=epoch_steps)
+    seeds = np.random.SeedSequence([int(seed), 0xD0]).generate_state(k_clients, dtype=np.uint64)
+    return BatchSchedule(index=index, mask=mask, active=active, epoch_steps=epoch_steps, seeds=seeds)
+
+
+def dropout_noise(
+    schedule: BatchSchedule, rows: np.ndarray, steps: np.ndarray, shapes: list[tuple[int, ...]], device
+) -> tuple[torch.Tensor, ...]:
+    """Uniform noise ``[R, B, *shape]`` for each dropout layer (``models/dropout.py``) at step ``steps[r]`` of
+    row ``rows[r]``: drawn on the CPU by a generator seeded with the row's seed and the step, so it depends
+    on nothing else (not the device, not the other rows), then moved to ``device``."""
+    if not shapes:
+        return ()
+    batch = schedule.index.shape[2]
+    per_row = []
+    for r, s in zip(np.asarray(rows).tolist(), np.asarray(steps).tolist(), strict=True):
+        state = np.random.SeedSequence([int(schedule.seeds[r]), int(s)]).generate_state(1, dtype=np.uint64)[0]
+        gen = torch.Generator().manual_seed(int(state))
+        per_row.append([torch.rand((batch, *shape), generator=gen) for shape in shapes])
+    return tuple(torch.stack(layer).to(device) for layer in zip(*per_row, strict=True))

@@ -14,7 +14,7 @@ and labels (the same tensors, see :class:`PoolRegistry`), the model (architectur
 client axis, and the spec's learning rate, batch size, local work, momentum, objective, loss and statistics.
 Their step terms may differ: term ``i`` of the merged spec applies each call's own term ``i`` to that call's
 rows (:class:`RowTerms`), a missing term contributing the exact identity (scale 1, drift 0). Models that draw
-dropout masks from torch's generator never share a stack (the masks would depend on the stack's size).
+dropout masks from torch's generator (other than ``SeededDropout``) never share a stack.
 
 Only one run's Python code executes at a time (the waiting is on one condition variable), so the runs do not
 compete for the CPU's threads and each run's own code is exactly its code alone.
@@ -37,7 +37,7 @@ from fairfl_core.data.federated import FederatedDataset
 from fairfl_core.sim.batches import BatchSchedule
 from fairfl_core.sim.local import LocalResult, LocalSpec, StepTerm
 from fairfl_core.sim.params import ParamSpace
-from fairfl_core.sim.stack import BatchedTrainer
+from fairfl_core.sim.stack import BatchedTrainer, draws_from_torch
 
 __all__ = [
     "PoolRegistry",
@@ -45,7 +45,6 @@ __all__ = [
     "RowsBatcher",
     "activation_elements",
     "concat_schedules",
-    "draws_from_torch",
     "memory_budget",
     "merge_specs",
     "row_bytes",
@@ -69,6 +68,7 @@ def concat_schedules(schedules: Sequence[BatchSchedule]) -> BatchSchedule:
         mask=torch.cat([pad(s.mask, s) for s in schedules]),
         active=np.concatenate([np.pad(s.active, ((0, 0), (0, steps - s.num_steps))) for s in schedules]),
         epoch_steps=np.concatenate([s.epoch_steps for s in schedules]),
+        seeds=np.concatenate([s.seeds for s in schedules]),
     )
 
 
@@ -190,11 +190,6 @@ def spec_key(spec: LocalSpec) -> tuple:
         _callable_key(spec.loss),
         statistics,
     )
-
-
-def draws_from_torch(model: nn.Module) -> bool:
-    """Whether training the model draws from torch's generator (dropout masks)."""
-    return any(isinstance(m, nn.modules.dropout._DropoutNd) and m.p > 0 for m in model.modules())
 
 
 # -- shared data pools ------------------------------------------------------------------------------------

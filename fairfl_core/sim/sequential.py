@@ -15,10 +15,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from fairfl_core.sim.batches import BatchSchedule
+from fairfl_core.models.dropout import supplied_noise
+from fairfl_core.sim.batches import BatchSchedule, dropout_noise
 from fairfl_core.sim.local import LocalResult, LocalSpec, combine, masked_mean_loss
 from fairfl_core.sim.params import ParamSpace
-from fairfl_core.sim.stack import ClientStack
+from fairfl_core.sim.stack import ClientStack, model_dropouts
 
 __all__ = ["SequentialStack", "SequentialTrainer"]
 
@@ -37,6 +38,7 @@ class SequentialTrainer:
         self.params = [dict(self.model.named_parameters())[n] for n in space.names]
         buffers = dict(self.model.named_buffers())
         self.buffers = [buffers[n] for n in stats_space.names] if stats_space is not None else []
+        self.dropouts = model_dropouts(self.model, inputs, labels.device)
 
     def stack(self, start, spec: LocalSpec, schedule: BatchSchedule, running=None) -> SequentialStack:
         return SequentialStack(self, start, spec, schedule, running)
@@ -99,7 +101,10 @@ class SequentialStack(ClientStack):
         self.opt.zero_grad(set_to_none=False)
         model.train()
         loss = masked_mean_loss if self.spec.loss is None else self.spec.loss
-        value = loss(model(x), y, m)
+        layers, shapes = zip(*self.trainer.dropouts, strict=True) if self.trainer.dropouts else ((), ())
+        noise = [u[0] for u in dropout_noise(self.schedule, [k], steps, list(shapes), self.device)]
+        with supplied_noise(dict(zip(layers, noise, strict=True))):
+            value = loss(model(x), y, m)
         if self.spec.objective is not None:
             value = self.spec.objective(value)
         value.backward()

@@ -25,14 +25,23 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from fairfl_core.sim.batches import BatchSchedule
+from fairfl_core.models.dropout import SeededDropout, dropout_shapes, supplied_noise
+from fairfl_core.sim.batches import BatchSchedule, dropout_noise
 from fairfl_core.sim.client_map import client_grad_and_value, client_map
 from fairfl_core.sim.local import LocalResult, LocalSpec, combine, masked_mean_loss, take
 from fairfl_core.sim.mlp_step import dense_relu_layers, mlp_gradient
 from fairfl_core.sim.params import ParamSpace
 from fairfl_core.sim.statistics import StepView
 
-__all__ = ["BatchedStack", "BatchedTrainer", "ClientStack", "FeatureView", "per_row"]
+__all__ = [
+    "BatchedStack",
+    "BatchedTrainer",
+    "ClientStack",
+    "FeatureView",
+    "draws_from_torch",
+    "model_dropouts",
+    "per_row",
+]
 
 
 class FeatureView(nn.Module):
@@ -71,9 +80,11 @@ class BatchedTrainer:
             return functional_call(view, tensors, (x,))
 
         self.features = client_map(features, "vmap" if client_axis == "bmm" else client_axis)
+        self.dropouts = model_dropouts(model, inputs, labels.device)
 
     def gradient_fn(self, spec: LocalSpec) -> Callable:
-        """``(params {name: [R, ...]}, stats, x, y, mask, scale [R] | None) → (gradient, objective [R])``.
+        """``(params {name: [R, ...]}, stats, x, y, mask, scale [R] | None, noise) → (gradient, objective
+        [R])``; ``noise``: each dropout layer's ``[R, B, ...]`` (``batches.dropout_noise``).
 
         ``stats``: the rows' running statistics ``{name: [R, ...]}`` (empty without BatchNorm), updated in
         place by the train-mode forward pass.
@@ -88,22 +99,26 @@ class BatchedTrainer:
         if self.client_axis == "bmm" and spec.loss is None:
             flattens = self.relu_mlp[0]
 
-            def closed_form(params, stats, x, y, m, scale):
+            def closed_form(params, stats, x, y, m, scale, noise):
                 return mlp_gradient(flattens, list(params.values()), x, y, m, scale, objective)
 
             return closed_form
         model, base_loss = self.model, spec.loss or masked_mean_loss
+        layers = [layer for layer, _ in self.dropouts]
 
-        def loss(params, stats, x, y, m):
-            value = base_loss(functional_call(model, (params, stats), (x,)), y, m)
+        def loss(params, stats, x, y, m, noise):
+            with supplied_noise(dict(zip(layers, noise, strict=True))):
+                value = base_loss(functional_call(model, (params, stats), (x,)), y, m)
             return objective(value) if objective is not None else value
 
-        # dropout: each client draws its own masks
+        # the engine supplies every mask (SeededDropout); a model whose own dropout draws from torch's
+        # generator gets one mask per client
         axis = "vmap" if self.client_axis == "bmm" else self.client_axis
-        mapped = client_grad_and_value(loss, axis, randomness="different")
+        randomness = "different" if draws_from_torch(model) else "error"
+        mapped = client_grad_and_value(loss, axis, randomness=randomness)
 
-        def autograd(params, stats, x, y, m, scale):
-            grads, value = mapped(params, stats, x, y, m)
+        def autograd(params, stats, x, y, m, scale, noise):
+            grads, value = mapped(params, stats, x, y, m, noise)
             g = list(grads.values())
             if scale is not None:
                 torch._foreach_mul_(g, per_row(scale, g))
@@ -157,6 +172,21 @@ def check_full_batches(schedule: BatchSchedule) -> None:
             "use a batch_size that divides every client's sample count and local_steps mode, or a model with "
             "GroupNorm (norm='group')"
         )
+
+
+def draws_from_torch(model: nn.Module) -> bool:
+    """Whether training the model draws from torch's generator (dropout masks other than
+    :class:`~fairfl_core.models.dropout.SeededDropout`'s, whose noise the engine supplies per row)."""
+    return any(
+        isinstance(m, nn.modules.dropout._DropoutNd) and not isinstance(m, SeededDropout) and m.p > 0
+        for m in model.modules()
+    )
+
+
+def model_dropouts(model: nn.Module, inputs: Callable, device) -> list:
+    """The model's :class:`SeededDropout` layers with their per-sample input shapes (probed on sample 0)."""
+    dtype = next(model.parameters()).dtype
+    return dropout_shapes(model, inputs(torch.zeros(1, dtype=torch.long, device=device), dtype))
 
 
 def per_row(values: torch.Tensor, like: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -343,7 +373,11 @@ class BatchedStack(ClientStack):
         before = {n: t.clone() for n, t in running.items()} if on is not None else {}
         if not self.trainer.model.training:  # the engine's evaluations switch it to eval mode
             self.trainer.model.train()
-        grad, loss = self.gradient(params, running, x, y, m, step_scale)
+        rows = np.arange(self.num_clients) if sel is None else sel.cpu().numpy()
+        noise = dropout_noise(
+            self.schedule, rows, steps, [shape for _, shape in self.trainer.dropouts], self.device
+        )
+        grad, loss = self.gradient(params, running, x, y, m, step_scale, noise)
         for n, old in before.items():  # a row that does not step keeps its statistics too
             running[n].copy_(torch.where(per_row(on, [old])[0] > 0, running[n], old))
         if sel is not None:

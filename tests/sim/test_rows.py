@@ -12,6 +12,7 @@ from torch import nn
 
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.experiments.config import TrainConfig
+from fairfl_core.models.dropout import SeededDropout
 from fairfl_core.sim.batches import draw_schedule
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
@@ -98,17 +99,18 @@ class TinyCNN(nn.Module):
         super().__init__()
         torch.manual_seed(0)
         self.conv = nn.Conv2d(1, 3, 3, padding=1)
+        self.drop = SeededDropout(0.3)  # masks supplied per row: dropout models share stacks too
         self.head = nn.Linear(48, 4)
 
     def features(self, x):
-        return torch.relu(self.conv(x)).flatten(1)
+        return self.drop(torch.relu(self.conv(x)).flatten(1))
 
     def forward(self, x):
         return self.head(self.features(x))
 
 
 @pytest.mark.parametrize("client_axis", ["loop", "vmap"])
-def test_convolutional_clients_as_rows_equal_their_runs_alone(client_axis):
+def test_convolutional_dropout_clients_as_rows_equal_their_runs_alone(client_axis):
     data = tiny_federated()
 
     def runs():
@@ -121,8 +123,9 @@ def test_convolutional_clients_as_rows_equal_their_runs_alone(client_axis):
         ]
 
     alone = [_record(a) for a in runs()]
-    together, _ = _as_rows(runs())
+    together, batcher = _as_rows(runs())
     assert all(_same(a, b) for a, b in zip(alone, together, strict=True))
+    assert batcher.stacks == ROUNDS  # all three runs in one stack each round
 
 
 def test_a_memory_bound_splits_the_stack_into_chunks_with_the_same_numbers(monkeypatch):
