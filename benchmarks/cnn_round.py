@@ -27,10 +27,11 @@ import time
 
 import torch
 from convmixer_round import conv_peak, forward_flops, synthetic_clients
-from round_speed import matmul_flops
+from round_speed import _sync, matmul_flops
 
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.experiments.config import TrainConfig
+from fairfl_core.experiments.runner import resolve_device
 from fairfl_core.models import build_model
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
@@ -39,25 +40,27 @@ CLIENTS, STEPS, BATCH = 10, 10, 50
 SHAPES = ((1, 28, 28), (3, 32, 32))
 
 
-def workload(shape: tuple[int, ...], repeats: int) -> str:
+def workload(shape: tuple[int, ...], repeats: int, device: torch.device) -> str:
     c, size = shape[0], shape[1]
     model = build_model("cnn_cifar10", in_channels=c, input_size=size)
-    data = synthetic_clients(shape, clients=CLIENTS, per_client=STEPS * BATCH)
+    data = synthetic_clients(shape, clients=CLIENTS, per_client=STEPS * BATCH).to(device)
     train = TrainConfig(rounds=10, clients_per_round=CLIENTS, batch_size=BATCH, lr=0.1, local_steps=STEPS)
     rounds = {
         kind: build_algorithm("fedavg", Simulation(Engine(model, data, kind=kind), train, seed=0), {}).round
         for kind in ("batched", "sequential")
     }
-    peak_model = build_model("cnn_cifar10", in_channels=c, input_size=size)
+    peak_model = build_model("cnn_cifar10", in_channels=c, input_size=size).to(device)
     for run in rounds.values():  # warm-up
         run(0)
     peaks, matmuls, times = [], [], {name: [] for name in rounds}
     for block in range(repeats):
         peaks.append(conv_peak(peak_model, shape, (BATCH, CLIENTS * BATCH)))
-        matmuls.append(matmul_flops(torch.device("cpu"), reps=5))
+        matmuls.append(matmul_flops(device, reps=5))
         for name, run in rounds.items():
+            _sync(device)
             start = time.perf_counter()
             run(block + 1)
+            _sync(device)
             times[name].append(time.perf_counter() - start)
     peak, matmul = statistics.median(peaks), statistics.median(matmuls)
     med = {name: statistics.median(v) for name, v in times.items()}
@@ -82,9 +85,11 @@ def workload(shape: tuple[int, ...], repeats: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="interleaved timing blocks (medians)")
+    parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
-    print(f"threads={torch.get_num_threads()} torch={torch.__version__}")
-    lines = [workload(shape, args.repeats) for shape in SHAPES]
+    device = resolve_device(args.device)
+    print(f"device={device} threads={torch.get_num_threads()} torch={torch.__version__}")
+    lines = [workload(shape, args.repeats, device) for shape in SHAPES]
     print("\n".join(lines))
 
 

@@ -27,13 +27,14 @@ import statistics
 import time
 
 import torch
-from round_speed import matmul_flops
+from round_speed import _sync, matmul_flops
 from torch import nn
 from torch.nn import functional as F
 
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.data.federated import FederatedDataset
 from fairfl_core.experiments.config import TrainConfig
+from fairfl_core.experiments.runner import resolve_device
 from fairfl_core.gossip import Mixer, topology
 from fairfl_core.models import build_model
 from fairfl_core.sim.context import Simulation
@@ -86,7 +87,8 @@ def conv_peak(
     ``batches`` sizes."""
     best, per_input = 0.0, forward_flops(model, shape)
     for batch in batches:
-        x, y = torch.randn(batch, *shape), torch.randint(0, 10, (batch,))
+        device = next(model.parameters()).device
+        x, y = torch.randn(batch, *shape, device=device), torch.randint(0, 10, (batch,), device=device)
         model.train()
         F.cross_entropy(model(x), y).backward()  # warm-up
         start = time.perf_counter()
@@ -103,9 +105,11 @@ def main() -> None:
         "--local-steps", type=int, default=24, help="Z, local iterations per round (paper: 24)"
     )
     parser.add_argument("--repeats", type=int, default=3, help="interleaved timing blocks (medians)")
+    parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
-    print(f"threads={torch.get_num_threads()} torch={torch.__version__} Z={args.local_steps}")
-    data, model = synthetic_clients(), build_model("convmixer", num_classes=10, in_channels=3)
+    device = resolve_device(args.device)
+    print(f"device={device} threads={torch.get_num_threads()} torch={torch.__version__} Z={args.local_steps}")
+    data, model = synthetic_clients().to(device), build_model("convmixer", num_classes=10, in_channels=3)
     train = TrainConfig(
         rounds=10, clients_per_round=M, batch_size=BATCH, lr=2.0, local_steps=args.local_steps
     )
@@ -121,16 +125,18 @@ def main() -> None:
             mixer(stacked, out=out)
 
     runs = {"batched": algos["batched"].round, "sequential": algos["sequential"].round, "gossip": gossip}
-    peak_model = build_model("convmixer", num_classes=10, in_channels=3)
+    peak_model = build_model("convmixer", num_classes=10, in_channels=3).to(device)
     for run in runs.values():  # warm-up
         run(0)
     peaks, matmuls, times = [], [], {name: [] for name in runs}
     for block in range(args.repeats):
         peaks.append(conv_peak(peak_model))
-        matmuls.append(matmul_flops(torch.device("cpu"), reps=5))
+        matmuls.append(matmul_flops(device, reps=5))
         for name, run in runs.items():
+            _sync(device)
             start = time.perf_counter()
             run(block + 1)
+            _sync(device)
             times[name].append(time.perf_counter() - start)
     peak = statistics.median(peaks)
     med = {name: statistics.median(v) for name, v in times.items()}

@@ -14,7 +14,7 @@ The last line is ``W3 batched_s_per_round=… sequential_s_per_round=… speedup
 efficiency = training FLOP/s of the batched engine / matmul FLOP/s. ``--gifair-round`` also times one round of
 the GIFAIR-FL Shakespeare quick profile (FedAvg, real role data).
 
-Usage: ``python benchmarks/lstm_step.py [--repeats 5] [--steps 2] [--gifair-round]``
+Usage: ``python benchmarks/lstm_step.py [--repeats 5] [--steps 2] [--gifair-round] [--device cuda]``
 """
 
 from __future__ import annotations
@@ -25,11 +25,12 @@ import time
 
 import numpy as np
 import torch
-from round_speed import matmul_flops
+from round_speed import _sync, matmul_flops
 from torch.func import grad, vmap
 from torch.nn import functional as F
 
 from fairfl_core.data.federated import FederatedDataset
+from fairfl_core.experiments.runner import resolve_device
 from fairfl_core.models import build_model
 from fairfl_core.sim.engine import Engine
 from fairfl_core.sim.local import LocalSpec
@@ -40,8 +41,10 @@ CLIENTS, BATCH, SEQ, VOCAB = 10, 10, 80, 80
 def step_flops(model: torch.nn.Module) -> float:
     """Forward + backward ≈ 3 × forward; forward per sequence: every layer's 4 gates at every character
     (2·4H·(in + H) per character) plus the head at the last one."""
-    per_char = sum(2 * layer.weight_ih.shape[0] * sum(layer.weight_ih.shape[1:] + layer.weight_hh.shape[1:])
-                   for layer in model.layers)
+    per_char = sum(
+        2 * layer.weight_ih.shape[0] * sum(layer.weight_ih.shape[1:] + layer.weight_hh.shape[1:])
+        for layer in model.layers
+    )
     head = 2 * model.head.in_features * model.head.out_features
     return 3 * CLIENTS * BATCH * (SEQ * per_char + head)
 
@@ -97,10 +100,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="interleaved timing blocks (medians)")
     parser.add_argument("--steps", type=int, default=2, help="local steps per timing block and engine")
     parser.add_argument("--gifair-round", action="store_true")
+    parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
-    device = torch.device("cpu")
+    device = resolve_device(args.device)
     print(f"device={device} threads={torch.get_num_threads()} torch={torch.__version__}")
-    data, clients = token_data(), np.arange(CLIENTS)
+    data, clients = token_data().to(device), np.arange(CLIENTS)
     spec = LocalSpec(lr=0.8, batch_size=BATCH, steps=1)
     model = build_model("lstm_leaf")
     engines = {kind: Engine(model, data, kind=kind) for kind in ("batched", "sequential")}
@@ -120,9 +124,11 @@ def main() -> None:
     for block in range(args.repeats):
         peaks.append(matmul_flops(device, reps=5))
         for name, run in runs.items():
+            _sync(device)
             start = time.perf_counter()
             for s in range(args.steps):
                 run(block * args.steps + s)
+            _sync(device)
             times[name].append((time.perf_counter() - start) / args.steps)
     peak = statistics.median(peaks)
     med = {name: statistics.median(v) for name, v in times.items()}
@@ -144,10 +150,11 @@ def main() -> None:
 
         quick = experiment_configs("gifair_table5_shakespeare", "quick")
         cfg = next(c for c in quick if c.algorithm.name == "fedavg")
-        engine = Engine(build_model(cfg.model.name, **cfg.model.options), run_data(cfg))
+        engine = Engine(build_model(cfg.model.name, **cfg.model.options), run_data(cfg, device))
         algo = build_algorithm("fedavg", Simulation(engine, cfg.train, cfg.seed), cfg.algorithm.params)
         start = time.perf_counter()
         algo.round(0)
+        _sync(device)
         seconds = time.perf_counter() - start
         print(f"GIFAIR Shakespeare quick round (FedAvg, {cfg.data.name}): {seconds:.1f} s")
     print(

@@ -8,7 +8,10 @@ measures the FLOP/s of a large fp32 matmul, and the last line is::
 
 with e = training FLOP/s of the batched engine / matmul FLOP/s.
 
-Usage: ``python benchmarks/round_speed.py [--rounds 50] [--device cpu] [--full-run] [--cnn-rounds 3]``;
+Usage: ``python benchmarks/round_speed.py [--rounds 50] [--device cpu] [--full-run] [--cnn-rounds 3]
+[--rows 5]``;
+``--rows N`` also times N runs of W1 (seeds 0…N−1) trained together as rows (``sim/rows.py``), with their
+efficiency (N × a round's FLOPs over the wall time of a round of all N, against the matmul rate);
 ``--full-run`` also times a complete 2000-round FedAvg run of W1 with evaluation every 20 rounds
 (``fairfl run`` path); ``--cnn-rounds N`` (N > 0) also times FedEBA+'s CIFAR-10 CNN workload (the
 Fashion-MNIST stand-in when CIFAR-10 is absent) with the client axis vmapped, looped
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
+import threading
 import time
 
 import torch
@@ -30,6 +34,7 @@ from fairfl_core.experiments.runner import resolve_device, run_data, run_experim
 from fairfl_core.models import build_model
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
+from fairfl_core.sim.rows import RowsBatcher
 
 CONFIG = "fairfl_core/experiments/configs/fmnist_fedavg.yaml"
 CNN_CONFIG = "fairfl_core/experiments/configs/fedeba_cifar10_cnn.yaml"
@@ -81,6 +86,38 @@ class Workload:
         return (time.perf_counter() - start) / rounds
 
 
+def rows_round(cfg: ExperimentConfig, device: torch.device, runs: int, rounds: int) -> float:
+    """Wall seconds of one round of ``runs`` FedAvg runs of W1 (seeds 0, 1, …) trained together as rows
+    (``sim/rows.py``), after one warm-up round."""
+    batcher = RowsBatcher()
+    data = batcher.pools.share(run_data(cfg, device))
+    algos = []
+    for seed in range(runs):
+        engine = Engine(build_model(cfg.model.name, seed=seed, **cfg.model.options), data)
+        batcher.attach(engine)
+        algos.append(
+            build_algorithm("fedavg", Simulation(engine, cfg.train, seed=seed), cfg.algorithm.params)
+        )
+    marks = []
+
+    def work(algo):
+        with batcher.turn():
+            algo.round(0)
+            _sync(device)
+            marks.append(time.perf_counter())
+            for t in range(1, rounds + 1):
+                algo.round(t)
+
+    threads = [threading.Thread(target=work, args=(a,)) for a in algos]
+    batcher.expect(len(threads))
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    _sync(device)
+    return (time.perf_counter() - min(marks)) / rounds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=50)
@@ -89,6 +126,7 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--full-run", action="store_true")
     parser.add_argument("--cnn-rounds", type=int, default=0, help="also time the CNN workload (0: skip)")
+    parser.add_argument("--rows", type=int, default=0, help="also time N runs of W1 as rows (0: skip)")
     args = parser.parse_args()
     device = resolve_device(args.device)
     cfg = ExperimentConfig.from_dict(load_config(CONFIG)).validate()
@@ -135,6 +173,13 @@ def main() -> None:
         print(
             f"CNN ({cnn.data.name}, {cnn.model.name}) "
             + " ".join(f"{k}_s_per_round={v:.3f}" for k, v in times.items())
+        )
+    if args.rows > 1:
+        s_rows = rows_round(cfg, device, args.rows, max(1, args.rounds // args.repeats))
+        print(
+            f"W1 rows={args.rows} s_per_round={s_rows:.4f} (all {args.rows} runs) "
+            f"s_per_run_round={s_rows / args.rows:.4f} vs alone {batched:.4f} "
+            f"efficiency={args.rows * flops / s_rows / peak:.3f}"
         )
     if args.full_run:
         with tempfile.TemporaryDirectory() as tmp:
