@@ -1,26 +1,27 @@
-"""Sweep executors: the FedEBA+ Table 1 Fashion-MNIST quick sweep with the process executor and with Ray.
+"""Sweep executors on one experiment: the process pool against runs as rows (and, optionally, Ray).
 
-Both executors run the same configs (``experiment_configs("fedeba_table1_fmnist", "quick")``: every method of
-Table 1 and its controls × the quick seeds) into fresh results directories with ``--workers`` processes /
-Ray CPUs and one torch thread per run. ``--rounds`` below the profile's 400 shortens every run alike (the
-overhead per run does not depend on its length). Prints the wall times and the last line
+Every executor runs the same configs (an experiment's profile, its first ``--runs`` configs, every run
+shortened to ``--rounds`` rounds) into a fresh results directory, one after the other in this process, with
+``--workers`` processes (rows: each of those processes trains its share of the runs as rows,
+``sim/rows.py``; Ray: a local instance of ``--workers`` CPUs). Per-run torch threads: cores / workers. The
+last line is
 
-``sweep_executors runs=… rounds=… process_s=… ray_s=… ray_start_s=… overhead_per_run_s=…``
+``sweep_executors experiment=… runs=… rounds=… process_s=… rows_s=… rows_speedup=… [ray_s=… ray_start_s=…]``
 
-where ``ray_s`` is the sweep's time on a running local Ray instance, ``ray_start_s`` the time to start that
-instance (paid once per sweep, not per run) and ``overhead_per_run_s`` = (ray_s − process_s) / runs.
+with ``rows_speedup`` = process_s / rows_s (above 1: rows is faster). The runs of both executors are checked
+to have identical evaluation records.
 
-Usage: ``python benchmarks/sweep_executors.py [--rounds 400] [--workers 2] [--methods 4]``
+Usage: ``python benchmarks/sweep_executors.py [--experiment fedeba_table1_fmnist] [--profile quick]
+[--rounds 20] [--runs 12] [--workers 2] [--ray]``
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from pathlib import Path
-
-import ray
 
 import fairfl_core.experiments.papers  # noqa: F401  (registers the experiments)
 from fairfl_core.experiments.config import config_hash
@@ -28,39 +29,52 @@ from fairfl_core.experiments.profiles import experiment_configs
 from fairfl_core.experiments.sweep import run_sweep
 
 
+def timed(configs, results: Path, executor: str, workers: int) -> tuple[float, list]:
+    tick = time.perf_counter()
+    out = run_sweep(configs, results, executor=executor, workers=workers, progress=False)
+    seconds = time.perf_counter() - tick
+    failed = [o.error for o in out if o.status == "failed"]
+    assert not failed, failed
+    return seconds, out
+
+
+def evals(outcome) -> list:
+    lines = (outcome.result.path / "evals.jsonl").read_text().splitlines()
+    return [{k: v for k, v in json.loads(line).items() if k != "wall_time"} for line in lines]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=400, help="rounds per run (quick profile: 400)")
+    parser.add_argument("--experiment", default="fedeba_table1_fmnist")
+    parser.add_argument("--profile", default="quick")
+    parser.add_argument("--rounds", type=int, default=20, help="rounds per run")
+    parser.add_argument("--runs", type=int, default=None, help="only the first N configs (default: all)")
     parser.add_argument("--workers", type=int, default=2, help="processes / Ray CPUs")
-    parser.add_argument("--methods", type=int, default=None, help="only the first M methods (default: all)")
+    parser.add_argument("--ray", action="store_true", help="also time the Ray executor")
     args = parser.parse_args()
-    configs = experiment_configs("fedeba_table1_fmnist", "quick", overrides=[f"train.rounds={args.rounds}"])
-    if args.methods:
-        names = list(dict.fromkeys(c.name for c in configs))[: args.methods]
-        configs = [c for c in configs if c.name in names]
-    for c in configs:
-        c.engine.threads = 1
-    print(f"{len(configs)} configs of {args.rounds} rounds, {args.workers} workers")
-    with tempfile.TemporaryDirectory() as tmp:
-        tick = time.perf_counter()
-        out = run_sweep(
-            configs, Path(tmp) / "process", executor="process", workers=args.workers, progress=False
-        )
-        process_s = time.perf_counter() - tick
-        assert all(o.status != "failed" for o in out), [o.error for o in out if o.error]
-        tick = time.perf_counter()
-        ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False)
-        start_s = time.perf_counter() - tick
-        tick = time.perf_counter()
-        out = run_sweep(configs, Path(tmp) / "ray", executor="ray", progress=False)
-        ray_s = time.perf_counter() - tick
-        ray.shutdown()
-        assert all(o.status != "failed" for o in out), [o.error for o in out if o.error]
+    configs = experiment_configs(args.experiment, args.profile, overrides=[f"train.rounds={args.rounds}"])
+    configs = configs[: args.runs]
     n = len({config_hash(c) for c in configs})  # one run per distinct config (two labels may share one)
-    print(
-        f"sweep_executors runs={n} rounds={args.rounds} process_s={process_s:.1f} ray_s={ray_s:.1f} "
-        f"ray_start_s={start_s:.1f} overhead_per_run_s={(ray_s - process_s) / n:.2f}"
-    )
+    print(f"{args.experiment} ({args.profile}): {n} runs of {args.rounds} rounds, {args.workers} workers")
+    with tempfile.TemporaryDirectory() as tmp:
+        process_s, by_process = timed(configs, Path(tmp) / "process", "process", args.workers)
+        rows_s, by_rows = timed(configs, Path(tmp) / "rows", "rows", args.workers)
+        same = [evals(a) == evals(b) for a, b in zip(by_process, by_rows, strict=True)]
+        assert all(same), f"{same.count(False)} runs differ between the executors"
+        line = (
+            f"sweep_executors experiment={args.experiment} runs={n} rounds={args.rounds} "
+            f"process_s={process_s:.1f} rows_s={rows_s:.1f} rows_speedup={process_s / rows_s:.2f}"
+        )
+        if args.ray:
+            import ray
+
+            tick = time.perf_counter()
+            ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False)
+            start_s = time.perf_counter() - tick
+            ray_s, _ = timed(configs, Path(tmp) / "ray", "ray", args.workers)
+            ray.shutdown()
+            line += f" ray_s={ray_s:.1f} ray_start_s={start_s:.1f}"
+    print(line)
 
 
 if __name__ == "__main__":

@@ -185,6 +185,8 @@ def draws_from_torch(model: nn.Module) -> bool:
 
 def model_dropouts(model: nn.Module, inputs: Callable, device) -> list:
     """The model's :class:`SeededDropout` layers with their per-sample input shapes (probed on sample 0)."""
+    if not any(isinstance(m, SeededDropout) for m in model.modules()):
+        return []
     dtype = next(model.parameters()).dtype
     return dropout_shapes(model, inputs(torch.zeros(1, dtype=torch.long, device=device), dtype))
 
