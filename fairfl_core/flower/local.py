@@ -123,18 +123,36 @@ class LocalFederation:
         if done.returncode != 0:
             raise RuntimeError(f"flwr supernode register failed: {done.stdout}{done.stderr}")
 
-    def supernode(self, k: int, client: int, *, trust_ca: bool = True, retries: int | None = None):
+    def supernode(
+        self,
+        k: int,
+        client: int,
+        *,
+        trust_ca: bool = True,
+        retries: int | None = None,
+        long_lived: bool = False,
+    ):
         """Start a SuperNode with key ``supernode_<k>`` for fairfl client ``client`` (its node config
         ``partition-id``); ``trust_ca=False`` leaves out ``--root-certificates``; ``retries`` bounds its
-        reconnection attempts."""
-        args = [_bin("flower-supernode"), "--superlink", self.address, "--port", str(free_port())]
+        reconnection attempts; ``long_lived`` runs its ClientApp in one process started here
+        (``--isolation process`` and ``fairfl flower-clientapp``) instead of one process per message."""
+        port = free_port()
+        args = [_bin("flower-supernode"), "--superlink", self.address, "--port", str(port)]
         args += ["--auth-supernode-private-key", str(self.certs / f"supernode_{k}")]
         args += ["--node-config", f"partition-id={client}"]
         if trust_ca:
             args += ["--root-certificates", str(self.certs / "ca.crt")]
         if retries is not None:
             args += ["--max-retries", str(retries), "--max-wait-time", "10"]
-        return self._start(f"supernode_{k}", args)
+        if long_lived:
+            args += ["--isolation", "process"]
+        node = self._start(f"supernode_{k}", args)
+        if long_lived:
+            address = f"127.0.0.1:{port}"
+            self._start(
+                f"clientapp_{k}", [_bin("fairfl"), "flower-clientapp", "--runtime-api-address", address]
+            )
+        return node
 
     def run(self, config: Path, overrides: str = "") -> list[dict]:
         """``flwr run`` of the fairfl app on ``config`` (``fairfl-set`` = ``overrides``); returns each run's

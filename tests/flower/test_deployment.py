@@ -1,6 +1,7 @@
 """A secure deployment on loopback (issue #33): a SuperLink with TLS and SuperNode authentication
 (`fairfl_core.flower.local`, the commands of docs/flower.md, certificates of scripts/flower_certs.sh). An
-authorised SuperNode completes a 1-round run; a SuperNode whose key is not registered is refused; one that
+authorised SuperNode, its ClientApp a long-lived ``fairfl flower-clientapp`` process, completes a 1-round
+run; a SuperNode whose key is not registered is refused; one that
 does not trust the CA cannot connect. Every wait is bounded and every process group is killed at the end."""
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def test_tls_and_supernode_authentication_on_loopback(tmp_path):
         assert unregistered.wait(120) != 0 and untrusting.wait(120) != 0
         assert "Failed to activate SuperNode" in federation.log("supernode_2")
         assert "CERTIFICATE_VERIFY_FAILED" in federation.log("supernode_1")
-        federation.supernode(0, 0)
+        federation.supernode(0, 0, long_lived=True)  # its ClientApp: one `fairfl flower-clientapp` process
         (run,) = federation.run(config)
     assert run["summary"]["status"] == "complete" and run["summary"]["rounds"] == 1
     assert json.dumps(run)  # the result is plain JSON
