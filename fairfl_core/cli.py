@@ -1,4 +1,4 @@
-"""``fairfl`` command line: run, sweep, summarize, prepare-data.
+"""``fairfl`` command line: run, sweep, summarize, prepare-data, flower-sim, flower-clientapp.
 
 Bad input (a config, a flag, a file of a results directory or of the data root) is reported as one line
 ``fairfl: error: ...`` naming the field or file and the fix, with exit status 2; warnings (e.g. a corrupt
@@ -139,6 +139,14 @@ def cmd_flower_sim(args) -> int:
     return 0 if all(r.summary["status"] == "complete" for r in results) else 1
 
 
+def cmd_flower_clientapp(args) -> int:
+    """The long-lived ClientApp process of a SuperNode started with --isolation process."""
+    from fairfl_core.flower.clientapp_process import serve
+
+    serve(args.runtime_api_address)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fairfl", description="Fair federated learning reproductions")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -175,6 +183,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--cpus", type=_positive_int, default=None, help="Ray CPUs (default: all cores)")
     p.set_defaults(func=cmd_flower_sim)
+    p = sub.add_parser(
+        "flower-clientapp",
+        help="the ClientApp of a SuperNode started with --isolation process: one process, every message",
+    )
+    p.add_argument(
+        "--runtime-api-address", required=True, help="the SuperNode's Runtime API, host:port (its --port)"
+    )
+    p.set_defaults(func=cmd_flower_clientapp)
     args = parser.parse_args(argv)
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning

@@ -1,8 +1,15 @@
-"""Building dataclasses from loosely typed mappings (YAML, JSON, ``--set`` overrides) with clear errors."""
+"""Building dataclasses from loosely typed mappings (YAML, JSON, ``--set`` overrides) with clear errors.
+
+Every number is checked here, so every config section and every algorithm ``Hyper`` gets the check without
+code of its own (issue #33): a float must be finite (``nan``, ``inf`` and ``-inf`` are refused, as is an
+integer too large for a float), an int must fit in 64 bits (torch's seeds and counters are int64). Ranges
+are the owners' (``ExperimentConfig.validate``, each ``Hyper.check``).
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from typing import Any
@@ -25,16 +32,23 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
             continue
         if kind is float and isinstance(value, (int, float, str)) and not isinstance(value, bool):
             try:
-                return float(value)
+                number = float(value)
             except ValueError:
                 continue
+            except OverflowError:  # an int beyond the float range
+                raise ValueError(f"{where} = {value} is too large for a float: give a finite value") from None
+            if not math.isfinite(number):
+                raise ValueError(f"{where} = {number} is not finite: give a finite number (not nan or ±inf)")
+            return number
         if kind is int and not isinstance(value, bool):
-            if isinstance(value, int):
-                return value
             if isinstance(value, float) and value.is_integer():
-                return int(value)
-            if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-                return int(value)
+                value = int(value)
+            elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+                value = int(value)
+            if isinstance(value, int):
+                if not -(2**63) <= value < 2**63:
+                    raise ValueError(f"{where} = {value!r} is too large: an integer must fit in 64 bits")
+                return value
         if kind is bool and isinstance(value, bool):
             return value
         if kind is str and isinstance(value, str):

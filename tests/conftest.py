@@ -52,3 +52,12 @@ def tiny_model(num_classes: int = 4, seed: int = 0) -> nn.Module:
 @pytest.fixture
 def fed():
     return tiny_federated()
+
+
+@pytest.fixture
+def unlisted_files(monkeypatch):
+    """Tiny files written by a test under the real datasets' file names: the checksum table lists none of
+    them (``fairfl_core/data/checksums.py``), so each is used with its own digest recorded."""
+    from fairfl_core.data import checksums
+
+    monkeypatch.setattr(checksums, "known", lambda: {})

@@ -341,6 +341,45 @@ def test_cli_bad_input_is_one_line_naming_the_field_and_the_fix(case, tmp_path, 
     assert _unchanged(before, results)
 
 
+# Non-finite and absurd numbers (issue #33): (id, --set overrides, expected substrings). Each is refused
+# before any work: exit 2, one line naming the field, nothing written to the results directory.
+NUMBER_CASES = [
+    *[
+        (f"{name}-{value}", [*extra, f"{field}={value}"], [field.replace("train.", "'train'."), "not finite"])
+        for name, field, extra in [
+            ("lr", "train.lr", []),
+            ("momentum", "train.momentum", []),
+            ("mu", "algorithm.params.mu", ["algorithm.name=fedprox"]),
+            ("q", "algorithm.params.q", ["algorithm.name=qffl"]),
+            ("lambda", "algorithm.params.lam_frac", ["algorithm.name=gifair_global"]),
+            ("tau", "algorithm.params.tau", ["algorithm.name=fedeba"]),
+            ("term-t", "algorithm.params.t", ["algorithm.name=term"]),
+        ]
+        for value in ("inf", "-inf")
+    ],
+    ("lr-nan", ["train.lr=nan"], ["'train'.lr", "not finite"]),
+    ("lr-beyond-float", [f"train.lr={10**400}"], ["'train'.lr", "too large for a float"]),
+    ("data-test-frac-inf", ["data.test_frac=.inf"], ["'data'.test_frac", "not finite"]),
+    ("huge-rounds", ["train.rounds=100000000"], ["train.rounds = 100000000", "<= 10,000,000"]),
+    ("rounds-beyond-int64", [f"train.rounds={10**30}"], ["'train'.rounds", "fit in 64 bits"]),
+    ("seed-1e30", ["seed=1.0e+30"], ["config.seed", "fit in 64 bits"]),
+]
+
+
+@pytest.mark.parametrize("case", NUMBER_CASES, ids=[c[0] for c in NUMBER_CASES])
+def test_non_finite_or_absurd_numbers_are_refused_before_any_work(case, tmp_path, capsys):
+    _, overrides, expected = case
+    results = tmp_path / "results"
+    cfg = _write(tmp_path, "cfg.yaml", BASE)
+    argv = ["run", cfg, "--results", str(results), "--quiet"]
+    code, err = _cli([*argv, *(a for o in overrides for a in ("--set", o))], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("fairfl: error: "), err
+    for text in expected:
+        assert text in err, (text, err)
+    assert not results.exists() or not any(results.iterdir())  # no run directory
+
+
 def test_a_missing_dataset_says_how_to_obtain_it(tmp_path, finished, capsys):
     """The one multi-line error: every place looked at, each with its fix."""
     results = tmp_path / "results"

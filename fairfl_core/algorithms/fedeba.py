@@ -50,7 +50,8 @@ TAU_SCHEDULES = {"constant": 0.0, "linear": 1.0, "concave": 0.5, "convex": 3.0} 
 
 @dataclass
 class FedEBAHyper(FedAvgHyper):
-    """``tau``: temperature τ > 0 (``inf``: the prior's weights; paper default 0.1, grid {0.05 … 20});
+    """``tau``: temperature τ > 0, finite (τ → ∞ gives the prior's weights, e.g. 1e15 to float precision;
+    paper default 0.1, grid {0.05 … 20});
     ``weighting``: the prior q (``"uniform"`` = no prior, Eq. 4; ``"size"``: Eq. 22); ``loss_eval``,
     ``tau_schedule``, ``tau_kappa``: see the module docstring."""
 
@@ -62,7 +63,7 @@ class FedEBAHyper(FedAvgHyper):
 
     def check(self):
         if not self.tau > 0:
-            raise ValueError(f"tau (EBA temperature) must be > 0 (inf gives FedAvg weights), got {self.tau}")
+            raise ValueError(f"tau (EBA temperature) must be > 0 (τ → ∞: prior weights), got {self.tau}")
         if self.loss_eval not in LOSS_EVALS:
             raise ValueError(f"loss_eval must be one of {LOSS_EVALS}, got {self.loss_eval!r}")
         if self.tau_schedule not in TAU_SCHEDULES:

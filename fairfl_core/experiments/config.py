@@ -41,9 +41,16 @@ class AlgorithmSpec:
     params: dict[str, Any] = field(default_factory=dict)
 
 
+# The most rounds a run may ask for: 5,000x the longest schedule of the shipped configs (2,000 rounds), over
+# a day of rounds at fairfl's fastest (~10 ms per round). A larger value is a typo (1e10 for 1e4) that would
+# run, and append round records, for ever.
+MAX_ROUNDS = 10**7
+
+
 @dataclass
 class TrainConfig:
-    """Round protocol. Exactly one of ``local_steps`` / ``local_epochs`` is set."""
+    """Round protocol. Exactly one of ``local_steps`` / ``local_epochs`` is set. ``rounds`` is at most
+    ``MAX_ROUNDS``."""
 
     rounds: int = 100
     clients_per_round: int = 10
@@ -96,15 +103,19 @@ class ExperimentConfig:
         return asdict(self)
 
     def validate(self) -> ExperimentConfig:
-        """Check ranges and names; raise ``ValueError`` naming the field and the allowed values."""
-        from fairfl_core.algorithms.base import algorithm_class
+        """Check ranges and names, and build the algorithm's ``Hyper`` (its fields' checks), before any work
+        starts; raise ``ValueError`` naming the field and the allowed values. Every number was checked to be
+        finite when the config was read (`dataclass_io`)."""
+        from fairfl_core.algorithms.base import algorithm_class, make_hyper
         from fairfl_core.experiments.runner import parse_device
         from fairfl_core.models import MODELS
         from fairfl_core.sim.client_map import CLIENT_AXES
 
         _require(self.seed >= 0, "seed", self.seed, "a non-negative integer")
         t = self.train
-        _require(t.rounds > 0, "train.rounds", t.rounds, "a positive integer")
+        _require(
+            0 < t.rounds <= MAX_ROUNDS, "train.rounds", t.rounds, f"a positive integer <= {MAX_ROUNDS:,}"
+        )
         _require(
             t.clients_per_round > 0, "train.clients_per_round", t.clients_per_round, "a positive integer"
         )
@@ -152,7 +163,7 @@ class ExperimentConfig:
         except ValueError:
             _require(False, "engine.device", self.engine.device, "'auto', 'cpu', 'cuda' or 'cuda:N'")
         _require(self.model.name in MODELS, "model.name", self.model.name, f"one of {sorted(MODELS)}")
-        algorithm_class(self.algorithm.name)
+        make_hyper(algorithm_class(self.algorithm.name).Hyper, self.algorithm.params, "algorithm.params")
         return self
 
 

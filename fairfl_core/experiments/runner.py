@@ -369,6 +369,7 @@ def run_experiment(
         "seconds_per_round": float(np.mean([r["seconds"] for r in store.records("rounds")] or [0.0])),
         "device": str(dev),
         "provenance": provenance(),
+        "data_files": data.meta["dataset_meta"].get("data_files", []),
         **eval_summary(final, sim.groups),
     }
     store.save_checkpoint(final["round"], algo.state_dict())

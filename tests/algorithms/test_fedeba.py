@@ -113,9 +113,9 @@ def test_last_epoch_average_uses_the_local_minibatch_losses():
 
 
 @pytest.mark.parametrize("weighting", ["uniform", "size"])
-def test_infinite_temperature_is_fedavg(weighting):
+def test_a_huge_temperature_is_fedavg(weighting):
     a = build_algorithm("fedavg", tiny_sim(), {"weighting": weighting})
-    b = build_algorithm("fedeba", tiny_sim(), {"weighting": weighting, "tau": math.inf})
+    b = build_algorithm("fedeba", tiny_sim(), {"weighting": weighting, "tau": 1e15})
     run_rounds(a, 3), run_rounds(b, 3)
     assert (a.w - b.w).abs().max() < 1e-12
 

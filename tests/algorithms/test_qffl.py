@@ -62,7 +62,8 @@ def test_round_uses_losses_at_the_received_model_and_the_decayed_lr():
 
 @pytest.mark.parametrize("q", [-0.1, float("inf"), float("nan")])
 def test_bad_q_names_the_field(q):
-    with pytest.raises(ValueError, match="q must be a finite number >= 0"):
+    # nan and inf are refused for every float field as the config is read (dataclass_io), -0.1 by QFFLHyper
+    with pytest.raises(ValueError, match=r"q must be a finite number >= 0|'qffl'\.q = \S+ is not finite"):
         build_algorithm("qffl", tiny_sim(), {"q": q})
 
 

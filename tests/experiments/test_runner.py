@@ -25,6 +25,12 @@ def test_run_writes_records_and_summary(cfg, tmp_path):
     assert len(evals[-1]["client_acc"]) == 8
     assert res.summary["status"] == "complete" and res.summary["rounds"] == 6
     assert evals[-1]["global_acc"] > evals[0]["global_acc"]
+    # the data file the run read, with its digest, beside the code provenance (issue #33)
+    saved = json.loads((res.path / "summary.json").read_text())
+    (digits,) = saved["data_files"]
+    assert digits["file"].endswith("sklearn/datasets/data/digits.csv.gz") and digits["algorithm"] == "sha256"
+    assert digits["digest"].startswith("09f66e6d") and digits["check"].startswith("fairfl's own record")
+    assert "provenance" in saved
 
 
 def test_validation_metrics_only_with_a_validation_split(cfg, tmp_path):
