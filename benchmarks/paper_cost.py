@@ -130,7 +130,7 @@ def time_rounds(algo, rounds: int, device, first: int = 0) -> float:
 def time_rows(configs, rounds: int, device) -> float:
     """Wall seconds per run-round of ``configs`` trained together, from the first run's end of its warm-up
     round to the last run's end (a slight overestimate: it holds the other runs' ends of round 0)."""
-    batcher = RowsBatcher()
+    batcher = RowsBatcher(stack=True)
     algos = [build(c, device, batcher) for c in configs]
     marks: list[float] = []
 

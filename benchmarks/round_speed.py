@@ -89,7 +89,7 @@ class Workload:
 def rows_round(cfg: ExperimentConfig, device: torch.device, runs: int, rounds: int) -> float:
     """Wall seconds of one round of ``runs`` FedAvg runs of W1 (seeds 0, 1, …) trained together as rows
     (``sim/rows.py``), after one warm-up round."""
-    batcher = RowsBatcher()
+    batcher = RowsBatcher(stack=True)
     data = batcher.pools.share(run_data(cfg, device))
     algos = []
     for seed in range(runs):

@@ -6,10 +6,12 @@ shortened to ``--rounds`` rounds) into a fresh results directory, one after the 
 ``sim/rows.py``; Ray: a local instance of ``--workers`` CPUs). Per-run torch threads: cores / workers. The
 last line is
 
-``sweep_executors experiment=… runs=… rounds=… process_s=… rows_s=… rows_speedup=… [ray_s=… ray_start_s=…]``
+``sweep_executors experiment=… runs=… rounds=… process_s=… rows_s=… rows_speedup=… stacked_s=…
+stacked_speedup=… [ray_s=… ray_start_s=…]``
 
-with ``rows_speedup`` = process_s / rows_s (above 1: rows is faster). The runs of both executors are checked
-to have identical evaluation records.
+with ``rows_speedup`` = process_s / rows_s (above 1: rows is faster); ``stacked`` is the rows executor with
+``stack=True`` (calls stacked on the CPU too, which the CPU default leaves alone). Every executor's runs are
+checked to have the process executor's evaluation records, digit for digit.
 
 Usage: ``python benchmarks/sweep_executors.py [--experiment fedeba_table1_fmnist] [--profile quick]
 [--rounds 20] [--runs 12] [--workers 2] [--ray]``
@@ -29,9 +31,9 @@ from fairfl_core.experiments.profiles import experiment_configs
 from fairfl_core.experiments.sweep import run_sweep
 
 
-def timed(configs, results: Path, executor: str, workers: int) -> tuple[float, list]:
+def timed(configs, results: Path, executor: str, workers: int, **options) -> tuple[float, list]:
     tick = time.perf_counter()
-    out = run_sweep(configs, results, executor=executor, workers=workers, progress=False)
+    out = run_sweep(configs, results, executor=executor, workers=workers, progress=False, **options)
     seconds = time.perf_counter() - tick
     failed = [o.error for o in out if o.status == "failed"]
     assert not failed, failed
@@ -59,11 +61,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         process_s, by_process = timed(configs, Path(tmp) / "process", "process", args.workers)
         rows_s, by_rows = timed(configs, Path(tmp) / "rows", "rows", args.workers)
-        same = [evals(a) == evals(b) for a, b in zip(by_process, by_rows, strict=True)]
-        assert all(same), f"{same.count(False)} runs differ between the executors"
+        stacked_s, by_stacked = timed(configs, Path(tmp) / "stacked", "rows", args.workers, stack=True)
+        for other in (by_rows, by_stacked):
+            same = [evals(a) == evals(b) for a, b in zip(by_process, other, strict=True)]
+            assert all(same), f"{same.count(False)} runs differ between the executors"
         line = (
             f"sweep_executors experiment={args.experiment} runs={n} rounds={args.rounds} "
-            f"process_s={process_s:.1f} rows_s={rows_s:.1f} rows_speedup={process_s / rows_s:.2f}"
+            f"process_s={process_s:.1f} rows_s={rows_s:.1f} rows_speedup={process_s / rows_s:.2f} "
+            f"stacked_s={stacked_s:.1f} stacked_speedup={process_s / stacked_s:.2f}"
         )
         if args.ray:
             import ray

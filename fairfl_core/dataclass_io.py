@@ -1,7 +1,7 @@
 """Building dataclasses from loosely typed mappings (YAML, JSON, ``--set`` overrides) with clear errors.
 
 Every number is checked here, so every config section and every algorithm ``Hyper`` gets the check without
-code of its own (issue #33): a float must be finite (``nan``, ``inf`` and ``-inf`` are refused, as is an
+code of its own: a float must be finite (``nan``, ``inf`` and ``-inf`` are refused, as is an
 integer too large for a float), an int must fit in 64 bits (torch's seeds and counters are int64). Ranges
 are the owners' (``ExperimentConfig.validate``, each ``Hyper.check``).
 """

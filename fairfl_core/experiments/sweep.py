@@ -29,6 +29,7 @@ import itertools
 import json
 import multiprocessing as mp
 import os
+import queue
 import threading
 import traceback
 from collections.abc import Callable, Iterable
@@ -161,48 +162,67 @@ def _process_pool(configs, results_dir, progress, device, workers):
         return [f.result() for f in futures]
 
 
-def _rows_here(configs, results_dir, progress, device, memory_gb=None) -> list[SweepOutcome]:
-    """Every run in a thread of this process, their local training stacked as rows (``sim/rows.py``)."""
-    batcher = RowsBatcher(memory_gb)
-    todo = list(enumerate(configs))
-    outcomes: list[SweepOutcome | None] = [None] * len(todo)
-    bar = tqdm(total=len(todo), disable=not progress, desc="runs as rows", unit="run")
+def _rows_here(todo, threads: int, results_dir, progress, device, memory_gb=None, stack=None, total=None):
+    """``threads`` run threads in this process, each taking ``(index, config)`` from the queue ``todo``
+    until it is empty, their local training stacked as rows (``sim/rows.py``); ``[(index, outcome)]``."""
+    batcher = RowsBatcher(memory_gb, stack)
+    done: list[tuple[int, SweepOutcome]] = []
+    bar = tqdm(total=total, disable=not progress, desc="runs as rows", unit="run")
 
     def work():
         with batcher.turn():  # one run's code at a time; the others wait in their local training
-            i, cfg = todo.pop(0)
-            outcomes[i] = _run_one(cfg, results_dir, False, device, rows=batcher)
-            bar.update()
+            while True:
+                try:
+                    i, cfg = todo.get_nowait()
+                except queue.Empty:
+                    return
+                done.append((i, _run_one(cfg, results_dir, False, device, rows=batcher)))
+                bar.update()
 
-    threads = [threading.Thread(target=work, name=f"rows-{i}") for i in range(len(todo))]
-    batcher.expect(len(threads))
-    for t in threads:
+    pool = [threading.Thread(target=work, name=f"rows-{i}") for i in range(threads)]
+    batcher.expect(len(pool))
+    for t in pool:
         t.start()
-    for t in threads:
+    for t in pool:
         t.join()
     bar.close()
-    return outcomes
+    return done
 
 
-def _rows(configs, results_dir, progress, device, workers, memory_gb: float | None = None):
-    """The runs as rows: in this process on a GPU (``workers`` None or 1), else split into ``workers``
-    contiguous shards (a method's seeds stay together), each trained as rows in a process of the pool
-    with cores/``workers`` torch threads: so on CPUs it does the process pool's work, each process's runs
-    stacked. ``memory_gb`` bounds one stacked computation."""
-    gpu = device is not None and parse_device(device) is not None and parse_device(device).type == "cuda"
+def _rows(configs, results_dir, progress, device, workers, memory_gb: float | None = None, stack=None):
+    """The runs as rows: in this process on a GPU (``workers`` None or 1), else in ``workers`` processes of
+    a pool with cores/``workers`` torch threads each, every process training its runs as rows and taking the
+    next run from one shared queue when one of its runs ends (so on CPUs it balances the work as the process
+    pool does). ``memory_gb`` bounds one stacked computation; ``stack`` (default: on GPUs only) whether
+    calls on a CPU are stacked (``sim/rows.py``)."""
     if workers is None:
-        workers = 1 if gpu or resolve_device("auto").type == "cuda" else max(1, (os.cpu_count() or 1) // 2)
+        gpu = resolve_device(device or "auto").type == "cuda"
+        workers = 1 if gpu else max(1, (os.cpu_count() or 1) // 2)
     workers = min(workers, len(configs))
+    per_process = -(-len(configs) // workers)
     if workers == 1:
-        return _rows_here(configs, results_dir, progress, device, memory_gb)
-    threads = max(1, (os.cpu_count() or 1) // workers)
-    bounds = [round(i * len(configs) / workers) for i in range(workers + 1)]
-    shards = [configs[bounds[i] : bounds[i + 1]] for i in range(workers)]
-    with cf.ProcessPoolExecutor(
-        workers, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(threads,)
-    ) as pool:
-        futures = [pool.submit(_rows_here, shard, results_dir, False, device, memory_gb) for shard in shards]
-        return [o for f in futures for o in f.result()]
+        todo = queue.SimpleQueue()
+        for item in enumerate(configs):
+            todo.put(item)
+        done = _rows_here(todo, len(configs), results_dir, progress, device, memory_gb, stack, len(configs))
+    else:
+        threads = max(1, (os.cpu_count() or 1) // workers)
+        context = mp.get_context("spawn")
+        with (
+            context.Manager() as manager,
+            cf.ProcessPoolExecutor(
+                workers, mp_context=context, initializer=_worker_init, initargs=(threads,)
+            ) as pool,
+        ):
+            todo = manager.Queue()
+            for item in enumerate(configs):
+                todo.put(item)
+            futures = [
+                pool.submit(_rows_here, todo, per_process, results_dir, False, device, memory_gb, stack)
+                for _ in range(workers)
+            ]
+            done = [pair for f in futures for pair in f.result()]
+    return [outcome for _, outcome in sorted(done, key=lambda pair: pair[0])]
 
 
 EXECUTORS: dict[str, Callable[..., list[SweepOutcome]]] = {
@@ -211,7 +231,7 @@ EXECUTORS: dict[str, Callable[..., list[SweepOutcome]]] = {
     "ray": ray_executor,
     "rows": _rows,
 }
-EXECUTOR_OPTIONS = {"ray": {"ray_address", "num_cpus", "num_gpus"}, "rows": {"memory_gb"}}
+EXECUTOR_OPTIONS = {"ray": {"ray_address", "num_cpus", "num_gpus"}, "rows": {"memory_gb", "stack"}}
 
 
 def run_sweep(
@@ -229,7 +249,8 @@ def run_sweep(
     each trains its share of the runs as rows), or a local Ray instance's CPUs. ``options``: the ``ray``
     executor's ``ray_address``, ``num_cpus`` and ``num_gpus`` per run
     (:mod:`fairfl_core.experiments.ray_executor`), the ``rows`` executor's ``memory_gb`` (one stacked
-    computation's bound; default: half a GPU's free memory, a quarter of RAM)."""
+    computation's bound; default: half a GPU's free memory, a quarter of RAM) and ``stack`` (stack calls on a
+    CPU too; default: on GPUs only)."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {sorted(EXECUTORS)}, got {executor!r}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):

@@ -16,6 +16,12 @@ Their step terms may differ: term ``i`` of the merged spec applies each call's o
 rows (:class:`RowTerms`), a missing term contributing the exact identity (scale 1, drift 0). Models that draw
 dropout masks from torch's generator (other than ``SeededDropout``) never share a stack.
 
+Stacking is for GPUs, where one run's step is a few dozen small kernel launches and R runs' rows give each
+launch R times the work. On CPUs the batched GEMMs of one run's clients already run near the matmul peak, and
+a larger stack is slower per row (``benchmarks/README.md``), so by default (``stack=None``) calls on a CPU
+train one after the other, each as it would alone; ``stack=True`` stacks them there too (the tests do, to
+check the numbers).
+
 Only one run's Python code executes at a time (the waiting is on one condition variable), so the runs do not
 compete for the CPU's threads and each run's own code is exactly its code alone.
 """
@@ -120,6 +126,8 @@ class RowTerms(StepTerm):
             pieces.append((at, t.drift(part_ws, own) if t else None))
         if all(d is None for _, d in pieces):
             return None
+        if rows is None and all(d is not None for _, d in pieces):  # every range has a term: concatenate
+            return [torch.cat(parts) for parts in zip(*(d for _, d in pieces), strict=True)]
         out = [torch.zeros_like(w) for w in ws]
         for at, d in pieces:
             if d is not None:
@@ -275,9 +283,10 @@ class _Call:
     def __post_init__(self):
         self.rows = self.schedule.index.shape[0]
 
-    def key(self) -> tuple:
+    def key(self, stack_on_cpu: bool) -> tuple:
         e = self.engine
-        if not isinstance(e.trainer, BatchedTrainer) or draws_from_torch(e.model):
+        alone = not isinstance(e.trainer, BatchedTrainer) or draws_from_torch(e.model)
+        if alone or (e.device.type == "cpu" and not stack_on_cpu):
             return ("alone", id(self))
         return (
             id(e.data.x),
@@ -296,9 +305,10 @@ class RowsBatcher:
     one runs inside :meth:`turn` (holding the baton, except while it waits for its training) with its engines
     :meth:`attach` ed."""
 
-    def __init__(self, memory_gb: float | None = None):
+    def __init__(self, memory_gb: float | None = None, stack: bool | None = None):
         self.pools = PoolRegistry()
         self._memory_gb = memory_gb
+        self._stack_on_cpu = bool(stack)
         self._baton = threading.Condition()
         self._live = 0
         self._pending: list[_Call] = []
@@ -344,7 +354,7 @@ class RowsBatcher:
         calls, self._pending = self._pending, []
         groups: dict[tuple, list[_Call]] = {}
         for c in calls:
-            groups.setdefault(c.key(), []).append(c)
+            groups.setdefault(c.key(self._stack_on_cpu), []).append(c)
         for group in groups.values():
             try:
                 self._train_group(group)
@@ -374,8 +384,13 @@ class RowsBatcher:
 
     def _train_group(self, group: list[_Call]) -> None:
         first = group[0]
-        if len(group) == 1 and first.key()[0] == "alone":
-            first.result = first.engine.trainer.train(first.start, first.spec, first.schedule, first.running)
+        if len(group) == 1:  # nothing to stack with (an engine of its own kind, or the only such call)
+            args = (first.start, first.spec, first.schedule, first.running)
+            trainer = first.engine.trainer
+            alone = first.key(self._stack_on_cpu)[0] == "alone"
+            first.result = (
+                trainer.train(*args) if alone else trainer.train(*args, self._chunk(first, first.rows))
+            )
             return
         sizes = [c.rows for c in group]
         start = torch.cat([c.start if c.start.dim() == 2 else c.start.expand(c.rows, -1) for c in group])

@@ -37,15 +37,19 @@ def _numbers(outcome):
     return outcome.status, [{k: v for k, v in r.items() if k not in drop} for r in _records(outcome)]
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_rows_gives_every_run_the_numbers_of_the_inline_executor(tmp_path, workers):
+@pytest.mark.parametrize("workers,stack", [(1, True), (2, True), (2, None)])
+def test_rows_gives_every_run_the_numbers_of_the_inline_executor(tmp_path, workers, stack):
     configs = _configs()
     inline = run_sweep(configs, tmp_path / "inline", progress=False)
-    rows = run_sweep(configs, tmp_path / "rows", executor="rows", workers=workers, progress=False)
+    rows = run_sweep(
+        configs, tmp_path / "rows", executor="rows", workers=workers, stack=stack, progress=False
+    )
     assert [o.hash for o in rows] == [o.hash for o in inline]
     assert [o.status for o in rows] == ["complete"] * 4 + ["diverged"]
     assert [_numbers(o) for o in rows] == [_numbers(o) for o in inline]
-    again = run_sweep(configs, tmp_path / "rows", executor="rows", workers=workers, progress=False)
+    again = run_sweep(
+        configs, tmp_path / "rows", executor="rows", workers=workers, stack=stack, progress=False
+    )
     assert [o.result.summary for o in again] == [o.result.summary for o in rows]  # cached: nothing reruns
 
 

@@ -40,7 +40,7 @@ def _record(algo, rounds=ROUNDS):
 
 def _as_rows(algos, rounds=ROUNDS):
     """Run the algorithms in threads that meet in one batcher; their records in order."""
-    batcher, records, errors = RowsBatcher(), [None] * len(algos), []
+    batcher, records, errors = RowsBatcher(stack=True), [None] * len(algos), []
     for algo in algos:
         batcher.attach(algo.sim.engine)
 
@@ -191,3 +191,17 @@ def test_objectives_rebuilt_each_round_share_a_stack_when_equal():
 class _Space:
     def unflatten(self, flat):
         return {"w": flat.view(-1, 1) if flat.dim() == 2 else flat.view(1)}
+
+
+def test_a_sequential_engine_trains_alone_in_its_turn():
+    data = tiny_federated()
+
+    def runs():
+        sims = [_sim(data, s, "steps", "none") for s in range(2)]
+        sims[1].engine = Engine(tiny_model(), data, kind="sequential", dtype=torch.float64)
+        return [build_algorithm("fedavg", sim, {}) for sim in sims]
+
+    alone = [_record(a) for a in runs()]
+    together, batcher = _as_rows(runs())
+    assert all(_same(a, b) for a, b in zip(alone, together, strict=True))
+    assert batcher.stacks == batcher.calls  # nothing to stack with
