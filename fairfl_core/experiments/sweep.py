@@ -179,7 +179,8 @@ def _rows_here(todo, threads: int, results_dir, progress, device, memory_gb=None
                 done.append((i, _run_one(cfg, results_dir, False, device, rows=batcher)))
                 bar.update()
 
-    pool = [threading.Thread(target=work, name=f"rows-{i}") for i in range(threads)]
+    # daemon: an interrupted sweep exits (its runs resume from their checkpoints) instead of waiting on them
+    pool = [threading.Thread(target=work, name=f"rows-{i}", daemon=True) for i in range(threads)]
     batcher.expect(len(pool))
     for t in pool:
         t.start()

@@ -312,7 +312,7 @@ class RowsBatcher:
         self._baton = threading.Condition()
         self._live = 0
         self._pending: list[_Call] = []
-        self._activations: dict[int, int] = {}
+        self._activations: dict[tuple, int] = {}  # per sample, by model
         self.calls = 0  # train calls served
         self.stacks = 0  # stacked computations that served them
 
@@ -368,14 +368,16 @@ class RowsBatcher:
         self._baton.notify_all()
 
     def _chunk(self, call: _Call, rows: int) -> int:
+        """Rows per chunk of a stack of ``call``'s kind that fit the memory budget (at least 1)."""
         e = call.engine
-        if id(e.model) not in self._activations:
+        model = (repr(e.model), e.dtype)
+        if model not in self._activations:
             sample = e.data.inputs(call.schedule.index[:1, 0, :1].reshape(1), e.dtype)
             e.eval_mode()
-            self._activations[id(e.model)] = activation_elements(e.model, sample)
+            self._activations[model] = activation_elements(e.model, sample)
         per_row = row_bytes(
             e.space.size,
-            self._activations[id(e.model)],
+            self._activations[model],
             call.spec.batch_size,
             e.dtype,
             bool(call.spec.momentum),
