@@ -7,9 +7,6 @@ w_0 in round 0, afterwards only the selected clients' gradients are replaced, by
 model they received, and only their rows/columns of the distance matrix are recomputed.
 ``grad_mode="fresh"``: every gradient recomputed each round. Aggregation: sample-weighted (the reference's
 ``aggregate``); ``weighting="uniform"`` gives the SubTrunc paper's plain mean.
-
-Faults (``sim/faults.py``): the survivors are averaged with renormalised weights, and only their gradients
-(and their rows and columns of the distance matrix) are refreshed: a dropped client's gradient never arrives.
 """
 
 from __future__ import annotations

@@ -17,9 +17,6 @@ minibatch loss of its local steps);
 ½ (concave), 3 (convex); t is the 0-based round (the paper's t − 1), ``"constant"`` (default) keeps τ.
 
 Also here: the two-client quadratic toy of Fig. 1 / App. I.1 (``figure1_toy``).
-
-Faults (``sim/faults.py``): p is the softmax over the survivors' post-training losses (a straggler's at its
-truncated model), i.e. the EBA weights renormalised over the clients that upload.
 """
 
 from __future__ import annotations

@@ -40,13 +40,13 @@ Per-round diagnostics: ``fair_angle`` (degrees), ``branch`` ("gradient", "model"
 ``extra_comms`` (cumulative extra exchanges), ``extra_cost`` = extra / (rounds + extra) (Table 3), and
 FedEBA's weight entropy.
 
-Faults (``sim/faults.py``): FedEBA+'s exchanges before local training (the losses L_i for the fair-angle test,
-∇F_i(x_t) for g̃ and Δ̃^a) involve every selected client, since a client drops out only before its upload; the
-EBA weights p (over the post-training losses), Δ_t and Eq. 9's mean of Δ̃^a use the survivors only,
-renormalised over them (``model_align_scale``'s K_i is the scheduled count, fixed before training).
-Prac-FedEBA+ sends its losses with the update, so its fair-angle test, p̃ and p all run over the survivors,
-and K_i is the number of local steps client i completed (a straggler's ⌈f K_i⌉: Eq. 12's mean gradient is over
-the steps taken).
+Faults, beyond the rule of ``base.py``: FedEBA+'s exchanges before local training (the losses L_i for the
+fair-angle test, ∇F_i(x_t) for g̃ and Δ̃^a) involve every selected client, since a client drops out only
+before its upload; the EBA weights p (over the post-training losses), Δ_t and Eq. 9's mean of Δ̃^a use the
+survivors only, renormalised over them (``model_align_scale``'s K_i is the scheduled count, fixed before
+training). Prac-FedEBA+ sends its losses with the update, so its fair-angle test, p̃ and p all run over the
+survivors, and K_i is the number of local steps client i completed (a straggler's ⌈f K_i⌉: Eq. 12's mean
+gradient is over the steps taken).
 """
 
 from __future__ import annotations

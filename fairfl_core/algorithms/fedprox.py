@@ -1,8 +1,4 @@
-"""FedProx (Li et al., MLSys 2020, Eq. 2): FedAvg whose local objective adds (μ/2)‖w − w^t‖².
-
-Faults (``sim/faults.py``): aggregation as FedAvg's over the survivors; a straggler's proximal local run stops
-after ⌈f K⌉ steps and is aggregated like the others (the partial work FedProx incorporates).
-"""
+"""FedProx (Li et al., MLSys 2020, Eq. 2): FedAvg whose local objective adds (μ/2)‖w − w^t‖²."""
 
 from __future__ import annotations
 

@@ -18,8 +18,6 @@ With FedEBA+'s Table 1 setting M = ε = 0.2 every positive loss is past the thre
 continuation, so PropFair is FedAvg on 5·f (5× the learning rate; at FedEBA+'s η = 0.1 it diverges in
 round 2 on that Fashion-MNIST workload, as FedAvg at η = 0.5 does). Aggregation is FedAvg's.
 Defaults: FedEBA+ Table 1/6 (M = 0.2, ε = "thres" = 0.2), continuation as in the official code.
-
-Faults (``sim/faults.py``): aggregation as FedAvg's over the survivors.
 """
 
 from __future__ import annotations

@@ -18,9 +18,10 @@ faithful update diverges (a large c_i drives its client's next trajectory far of
 larger still); η_l = 0.05 trains. The references counter it only through their smaller default learning
 rates (NIID-Bench and Flower's niid_bench baseline use 0.01).
 
-Faults (``sim/faults.py``): S is the set of clients whose upload (y_i, Δc_i) arrives: w averages their
-updates (1/|S|), c adds their Δc_i / N and only their c_i change; a dropped client keeps its c_i. A straggler
-computes c_i⁺ with K_i = the ⌈f K_i⌉ steps it completed (option II: the mean gradient over its steps).
+Faults, beyond the rule of ``base.py``: S is the set of clients whose upload (y_i, Δc_i) arrives: w averages
+their updates (1/|S|), c adds their Δc_i / N and only their c_i change; a dropped client keeps its c_i. A
+straggler computes c_i⁺ with K_i = the ⌈f K_i⌉ steps it completed (option II: the mean gradient over its
+steps).
 """
 
 from __future__ import annotations

@@ -10,20 +10,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
 from fairfl_core.experiments.profiles import Experiment
-from fairfl_core.report.tables import METRIC_LABELS, format_mean_std
+from fairfl_core.report.tables import METRIC_LABELS, format_mean_std, results_table
 
 __all__ = [
     "LEFT_OUT",
     "PAPER_COLUMNS",
     "PAPER_RESULTS_DIR",
+    "PaperTableResult",
     "experiment_paper_values",
     "load_paper_results",
     "missing_reasons",
     "paper_cell",
+    "paper_table",
     "paper_values",
     "with_missing_rows",
 ]
@@ -180,6 +183,45 @@ def with_missing_rows(
                     row[f"{column} paper"] = format_mean_std(value, std, decimals)
             rows.append(row)
     return pd.concat([table.assign(note=""), pd.DataFrame(rows)], ignore_index=True).fillna("")
+
+
+class PaperTableResult(NamedTuple):
+    """What :func:`paper_table` returns: the display ``table`` and the ``paper`` values it was built from (the
+    ``experiment_paper_values`` frame that :func:`~fairfl_core.report.claims.check_claims` takes)."""
+
+    table: pd.DataFrame
+    paper: pd.DataFrame
+
+
+def paper_table(
+    experiment: Experiment,
+    runs: pd.DataFrame,
+    metrics: Iterable[str],
+    *,
+    table: str | None = None,
+    extra: Mapping[str, str] | None = None,
+    failed: Mapping[str, str] | None = None,
+    left_out: str = LEFT_OUT,
+    decimals: int = 2,
+    columns: Mapping[str, Mapping[str, str]] | None = None,
+) -> PaperTableResult:
+    """A paper's table reproduced: ``runs``' mean ± std of ``metrics`` beside the paper's numbers of ``table``
+    (default: the experiment's), then one row per paper row without a number (``extra``: paper row → reason,
+    e.g. not implemented; ``failed``: method → error; the experiment's other methods: ``left_out``); an
+    experiment that cites no paper table gets the reproduced rows only. ``columns`` adds columns before the
+    missing rows: name → {method label: cell} ("" for other methods)."""
+    paper = (
+        experiment_paper_values(experiment, runs)
+        if table is None
+        else paper_values(experiment, runs, (table,))
+    )
+    result = results_table(runs, metrics=metrics, paper=paper, decimals=decimals)
+    for name, cells in (columns or {}).items():
+        result[name] = [cells.get(m, "") for m in result["method"]]
+    if experiment.paper is None:
+        return PaperTableResult(result, paper)
+    reasons = missing_reasons(experiment, runs["method"], failed, extra, left_out)
+    return PaperTableResult(with_missing_rows(result, runs, experiment, reasons, table, decimals), paper)
 
 
 def paper_cell(

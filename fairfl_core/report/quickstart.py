@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
+from fairfl_core.experiments.profiles import Experiment
 from fairfl_core.report.claims import PAPER, Claim
 
 __all__ = ["quickstart_claims"]
 
 
-def quickstart_claims() -> list[Claim]:
+def quickstart_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
     """FedAvg learns and matches FedEBA+ Table 1's FedAvg row; FedProx with a small μ stays close to it."""
     return [
         Claim("FedAvg learns: global accuracy above chance (10%)", "global_acc", "FedAvg", ">", 10.0),

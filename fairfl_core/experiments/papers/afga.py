@@ -13,9 +13,9 @@ FedDyn's α = 0.01 are not given by the paper.
 
 CIFAR-10 is not available offline: without its pickle batches every experiment runs on the labelled
 Fashion-MNIST stand-in with the same partition and model structure (1 input channel). The ``quick`` profile
-also shrinks the model to ConvMixer-32-2 with patch 4 (about 1 s per round on 2 CPU cores instead of a
-minute), runs 100 rounds and 1 seed, and evaluates every 5 rounds; "Acc." is then the mean of the last 5
-evaluations and R# is counted at that granularity. Every profile says what it changes.
+also shrinks the model to ConvMixer-32-2 with patch 4 (to fit 2 CPU cores), runs 100 rounds and 1 seed, and
+evaluates every 5 rounds; "Acc." is then the mean of the last 5 evaluations and R# is counted at that
+granularity. Every profile says what it changes.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ __all__ = [
     "NO_CIFAR100",
     "TARGET",
     "cifar100_present",
-    "planned",
     "target",
     "setting_overrides",
 ]
@@ -400,20 +399,3 @@ ALL = (
     "afga_fig2_heterogeneity",
     "afga_fig6_local_steps",
 )
-
-
-def planned(profile: str) -> tuple[list[str], dict[str, str]]:
-    """The experiments the notebook runs at ``profile`` and, for the others, why not: at quick, Setting 2's
-    CIFAR-10 tables and Fig. 1 (2 CPU cores); ResNet-18's evaluation is too slow on a CPU for smoke; Table 2
-    needs the real CIFAR-100."""
-    skipped = {}
-    for name in ALL:
-        if name.startswith("afga_table2") and not cifar100_present():
-            skipped[name] = NO_CIFAR100
-        elif profile == "quick" and name not in QUICK:
-            skipped[name] = "not run at quick (2 CPU cores): run at paper"
-        elif profile == "smoke" and name == "afga_table6_resnet18":
-            skipped[name] = (
-                "not run at smoke: ResNet-18 evaluations take minutes on a CPU; run at quick or paper"
-            )
-    return [n for n in ALL if n not in skipped], skipped

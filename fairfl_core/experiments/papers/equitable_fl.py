@@ -48,7 +48,6 @@ __all__ = [
     "ROWS",
     "SETTINGS",
     "grid_methods",
-    "planned",
     "methods",
     "table_experiment",
 ]
@@ -320,16 +319,3 @@ for _name in ABLATIONS:
 
 
 QUICK_TABLES = ("equitable_table2_mnist", "equitable_table2_cifar10")
-
-
-def planned(profile: str) -> tuple[list[str], dict[str, str]]:
-    """The main notebook's experiments at ``profile`` and, for each one left out, why: the quick profile
-    (2 CPU cores, 30 minutes) covers Table 2's MNIST and CIFAR-10 stand-ins only."""
-    tables = [f"equitable_table{t}_{k}" for t in (2, 3) for k in SETTINGS]
-    if profile != "quick":
-        return tables, {}
-    why = {
-        "2": "not run at quick: the 5-conv and FEMNIST CNNs do not fit 30 minutes on 2 CPU cores",
-        "3": "not run at quick: ResNet-18 needs a GPU (minutes per round on 2 CPU cores)",
-    }
-    return list(QUICK_TABLES), {n: why[n[15]] for n in tables if n not in QUICK_TABLES}

@@ -23,8 +23,8 @@ cause), so every FedEBA+ run here uses ``fair_grad_units="update"``
 (g̃ = the p̃-weighted one-step model update, ``ALIGN``) and Table 1 also runs the literal reading as an extra
 row ("FedEBA+ (literal Eq. 11 units)", no paper row).
 
-CPU budget (2 cores; each notebook's ``quick`` profile within 30 minutes): the MLP costs about 0.1–0.3 s per
-round, the CNN 2–6 s, so ``quick`` runs 20 CNN rounds of 7 of Table 1's methods (``TABLE1_CNN_QUICK``; the
+CPU budget (2 cores; each notebook's ``quick`` profile within 30 minutes; the costs per round are in
+``benchmarks/README.md``): ``quick`` runs 20 CNN rounds of 7 of Table 1's methods (``TABLE1_CNN_QUICK``; the
 others keep their rows, "not run" at quick) and Fig. 14 with Table 1's MLP (each profile's description says
 how).
 """
@@ -97,7 +97,7 @@ NOT_IMPLEMENTED = {
     "paper and the original is not available offline",
 }
 # Table 1's CIFAR-10 column at quick: the paper's methods whose CNN runs fit the 30-minute budget with the
-# Fashion-MNIST column (20 CNN rounds cost 2-4 min per method on 2 CPU cores)
+# Fashion-MNIST column
 TABLE1_CNN_QUICK = (
     "FedAvg",
     "q-FFL (q=0.5)",
@@ -214,8 +214,7 @@ def cnn_profiles(
     else:
         quick = Profile(
             f"{what}the paper's CNN and protocol, but only {quick_rounds} of the 2000 rounds and 1 seed "
-            "(on 2 CPU cores the CNN takes about 2 s per FedAvg round, 5.5 s per FedEBA+ round with its "
-            "extra loss and gradient passes); far from converged",
+            "(2 CPU cores); far from converged",
             quick_rounds,
             (0,),
             10,

@@ -21,10 +21,9 @@ runs. Settings, helpers and data stand-ins come from
   ``fedeba_table1_cifar10``) at the same profile. Table 1 has no AFL, FedFV or FOCUS row, so those rows of
   Tables 17–19 keep the paper's numbers only (``TABLES17_19_NOT_RUN``).
 
-CPU budget of the ``quick`` profiles (2 shared cores, 1 thread): the MLP costs 0.1–0.3 s per round (AFL,
-with all 100 clients every round, 1.5 s), the CNN 4–11 s per round (FedAvg 4.4 s, FedEBA+ 10.7 s), so
-``quick`` runs 300 rounds × 1 seed of the MLP tables without AFL and 10 rounds of the CNN with FedAvg and
-FedEBA+ only (each profile's description says what it leaves out).
+CPU budget of the ``quick`` profiles (2 shared cores, 1 thread; the costs per round are in
+``benchmarks/README.md``): ``quick`` runs 300 rounds × 1 seed of the MLP tables without AFL and 10 rounds of
+the CNN with FedAvg and FedEBA+ only (each profile's description says what it leaves out).
 """
 
 from __future__ import annotations
@@ -165,8 +164,7 @@ TABLES17_19_NOT_RUN = {
 }
 # Local SGD steps of each client's own model for F_i(x_i*) of FAA (``with_faa``), per profile and Table 1
 # column; 0 = the shortcut F_i(x_i*) = 0 (FAA of the losses). One CNN step of all 100 clients costs as much
-# as a whole training round of 10 clients × 10 steps (about 2 s on 2 CPU cores), so the quick CIFAR-10 column
-# uses the shortcut.
+# as a whole training round of 10 clients × 10 steps, so the quick CIFAR-10 column uses the shortcut.
 FAA_LOCAL_STEPS = {
     "smoke": {"FashionMNIST": 2, "CIFAR-10": 2},
     "quick": {"FashionMNIST": 200, "CIFAR-10": 0},

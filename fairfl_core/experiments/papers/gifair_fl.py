@@ -27,7 +27,7 @@ windows, which leaves out the small roles.
 Methods: the same sampling for all (10 clients ∝ p_k, simple average, as q-FFL's and Ditto's code) except AFL
 (full participation, as fair_flearn runs it): one full-batch gradient per client and round on FEMNIST-original
 (fair_flearn), the other methods' local training on Shakespeare (FLGo; the batched engine pads a full-batch
-step to the largest role, which costs minutes per round on 31 roles of very unequal sizes).
+step to the largest role, far too slow on 31 roles of very unequal sizes).
 
 Hyperparameters: every client's data is split 70/10/20 into train / validation / test (``data.val_frac:
 0.1``; on Shakespeare the validation windows come from the end of each role's training windows). The
@@ -241,9 +241,7 @@ def _shakespeare_profiles() -> dict:
         "quick": Profile(
             "every 20th window of each role (sizes kept in proportion), 20-character inputs, LSTM of 64 "
             "units, 25 local steps per round without lr decay (one epoch with 0.95 decay never leaves the "
-            "unigram plateau in 30 rounds), 80 of the 500 rounds (FedAvg: about 26% next-character "
-            "accuracy at round 30, 37% at round 80; far from the paper's 50-70%), 1 seed (about 1 s per "
-            "round on 2 CPU cores)",
+            "unigram plateau in 30 rounds), 80 of the 500 rounds, 1 seed (2 CPU cores)",
             80,
             (0,),
             10,

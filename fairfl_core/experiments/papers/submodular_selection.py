@@ -45,7 +45,6 @@ __all__ = [
     "calibration_rounds",
     "column_of",
     "mnist_present",
-    "planned",
     "table_methods",
 ]
 
@@ -175,20 +174,6 @@ for _column, _key in COLUMNS.items():
                 PaperTable(PAPER, _table, {"mnist": "MNIST", "cifar10": "CIFAR-10"}),
             )
         )
-
-
-def planned(profile: str) -> tuple[list[str], dict[str, str]]:
-    """The experiments the notebook runs at ``profile`` and why the others are not run: at quick Table I's
-    MNIST column only (2 CPU cores; every round computes all 100 clients' gradients and losses), at smoke
-    the MNIST column."""
-    names = [f"submodular_table{i}_{key}" for key in COLUMNS.values() for i in range(1, 5)]
-    skipped = {}
-    for name in names:
-        if profile == "quick" and name not in QUICK:
-            skipped[name] = "not run at quick (2 CPU cores): run at paper"
-        elif profile == "smoke" and name.endswith("cifar10"):
-            skipped[name] = "not run at smoke (the MNIST column checks the same code): run at paper"
-    return [n for n in names if n not in skipped], skipped
 
 
 def column_of(experiment: str) -> str:
