@@ -16,6 +16,7 @@ import math
 import pandas as pd
 
 from fairfl_core import metrics
+from fairfl_core.data import stand_ins
 from fairfl_core.experiments.papers import afga as experiments
 from fairfl_core.experiments.profiles import Experiment
 from fairfl_core.experiments.store import RunStore
@@ -237,7 +238,7 @@ BUNDLE = register_paper(
         },
         unavailable=lambda n: (
             experiments.NO_CIFAR100
-            if n.startswith("afga_table2") and not experiments.cifar100_present()
+            if n.startswith("afga_table2") and not stand_ins.present("cifar100")
             else None
         ),
         claim_builders={

@@ -21,7 +21,7 @@ import pandas as pd
 
 from fairfl_core.experiments.profiles import PROFILES, Experiment, get_experiment
 from fairfl_core.report.claims import Claim
-from fairfl_core.report.paper import load_paper_results
+from fairfl_core.report.paper import load_paper_results, printed
 
 __all__ = ["PAPERS", "READINGS", "ClaimBuilder", "Paper", "get_paper", "paper_rows", "register_paper"]
 
@@ -84,17 +84,8 @@ class Paper:
         return load_paper_results(self.name)
 
     def value(self, table: str, dataset: str, method: str, metric: str) -> float:
-        """One printed number; a clear error when the paper prints none."""
-        v = self.values()
-        hit = v[
-            (v["table"] == table)
-            & (v["dataset"] == dataset)
-            & (v["method"] == method)
-            & (v["metric"] == metric)
-        ]
-        if hit.empty:
-            raise KeyError(f"{self.name}.csv prints no {table} / {dataset} / {method} / {metric}")
-        return float(hit["value"].iloc[0])
+        """One printed number (:func:`~fairfl_core.report.paper.printed`)."""
+        return printed(self.name, table, dataset, method, metric)[0]
 
     def readings(self, path: Path = READINGS) -> str:
         """The paper's section of ``docs/readings.md``: how the package reads what the paper leaves open."""

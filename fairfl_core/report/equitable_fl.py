@@ -287,9 +287,9 @@ BUNDLE = register_paper(
         _TABLES,
         left_out={"quick": {n: _QUICK_LEFT_OUT[n[15]] for n in _TABLES if n not in experiments.QUICK_TABLES}},
         claim_builders={
-            "equitable_table2": table2_claims,
-            "equitable_table4": ablation_claims,
-            "equitable_table5": ablation_claims,
+            "equitable_table2_": table2_claims,
+            "equitable_table4_": ablation_claims,
+            "equitable_table5_": ablation_claims,
         },
         readings_heading="Equitable-FL",
     )

@@ -243,10 +243,10 @@ BUNDLE = register_paper(
             },
         },
         claim_builders={
-            "submodular_table1": table1_claims,
-            "submodular_table2": lambda_claims,
-            "submodular_table3": window_claims,
-            "submodular_table4": phi_claims,
+            "submodular_table1_": table1_claims,
+            "submodular_table2_": lambda_claims,
+            "submodular_table3_": window_claims,
+            "submodular_table4_": phi_claims,
         },
         readings_heading="SubTrunc and UnionFL",
     )

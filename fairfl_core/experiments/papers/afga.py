@@ -21,9 +21,9 @@ granularity. Every profile says what it changes.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
-from fairfl_core.data.sources import data_root
-from fairfl_core.experiments.papers.fedeba_plus import cifar10_stand_in
+from fairfl_core.data import stand_ins
 from fairfl_core.experiments.profiles import Experiment, Method, PaperTable, Profile, register_experiment
 
 __all__ = [
@@ -37,7 +37,6 @@ __all__ = [
     "ALL",
     "NO_CIFAR100",
     "TARGET",
-    "cifar100_present",
     "target",
     "setting_overrides",
 ]
@@ -102,7 +101,7 @@ def setting_overrides(setting: int) -> tuple[str, ...]:
 
 def _data() -> tuple[tuple[str, ...], tuple[str, ...], str]:
     """(data overrides, model channels override, description prefix): the real CIFAR-10 or the stand-in."""
-    stand_in = tuple(o for o in cifar10_stand_in() if o.startswith("data."))
+    stand_in = tuple(o for o in stand_ins.stand_in("cifar10") if o.startswith("data."))
     if not stand_in:
         return (), ("in_channels: 3",), ""
     return stand_in, ("in_channels: 1",), "stand-in (no CIFAR-10 here: Fashion-MNIST, same partition), "
@@ -213,11 +212,6 @@ for _setting, _method in ((1, AFGA), (2, AFGA), (3, CAFGA), (4, CAFGA)):
 
 
 # -- Tables 2, 3, 6 and 8: CIFAR-100, Shakespeare, ResNet-18, decentralised methods --------------------------
-def cifar100_present() -> bool:
-    folder = data_root() / "cifar-100-python"
-    return all((folder / f).is_file() for f in ("train", "test"))
-
-
 NO_CIFAR100 = (
     "not run: CIFAR-100 is not available here and no real 100-class image set can stand in for it; the "
     "experiment runs when cifar-100-python/ is under the data root"
@@ -324,7 +318,7 @@ _register(
     "Table 8",
 )
 
-_RHO = (
+_RHO: tuple[tuple[str, Method, dict[str, Any]], ...] = (
     ("AFGA, ρ=0 (complete)", AFGA, {"topology": "complete"}),
     ("AFGA, ρ=0.455 (random)", AFGA, {"topology": "random", "rho": 0.455}),
     ("AFGA, ρ=0.995 (ring)", AFGA, {}),

@@ -36,8 +36,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from fairfl_core.data.sources import data_root
-from fairfl_core.experiments.papers.fedeba_plus import cifar10_stand_in
+from fairfl_core.data import stand_ins
 from fairfl_core.experiments.profiles import Experiment, Method, PaperTable, Profile, register_experiment
 
 __all__ = [
@@ -113,11 +112,6 @@ _FEMNIST += [(range(4, 7), 18, None), (range(7, 10), 12, None)]
 _PRESET_SMOKE = ("data.partition_options={preset: equitable_fl, scale: 0.05}",)
 
 
-def _present(*patterns: str) -> bool:
-    root = data_root()
-    return all(any(root.glob(p)) for p in patterns)
-
-
 @dataclass(frozen=True)
 class Setting:
     """One column of Tables 2–3: its config, C, the number of classes, whether the real files are here, the
@@ -159,18 +153,23 @@ SETTINGS = {
         "equitable_mnist_mlp.yaml",
         2,
         10,
-        _present("MNIST/raw/train-images-idx3-ubyte*", "MNIST/raw/t10k-images-idx3-ubyte*"),
-        (*FASHION, "data.stand_in=MNIST"),
+        stand_ins.present("mnist"),
+        stand_ins.STAND_INS["mnist"],
     ),
     "cifar10": Setting(
-        "CIFAR-10", "equitable_cifar10_cnn.yaml", 2, 10, not cifar10_stand_in(), cifar10_stand_in()
+        "CIFAR-10",
+        "equitable_cifar10_cnn.yaml",
+        2,
+        10,
+        stand_ins.present("cifar10"),
+        stand_ins.STAND_INS["cifar10"],
     ),
     "cifar100": Setting(
         "CIFAR-100",
         "equitable_cifar100_cnn.yaml",
         3,
         100,
-        _present("cifar-100-python/train", "cifar-100-python/test"),
+        stand_ins.present("cifar100"),
         (
             *FASHION,
             "data.stand_in=CIFAR-100",
@@ -184,7 +183,7 @@ SETTINGS = {
         "equitable_femnist_cnn.yaml",
         5,
         62,
-        _present("femnist/data/train/*.json", "femnist/data/test/*.json"),
+        stand_ins.present("femnist"),
         (*FASHION, "data.stand_in=FEMNIST", _groups(_FEMNIST), "model.options={num_classes: 10}"),
         (_groups(_FEMNIST, per_client=20),),
     ),

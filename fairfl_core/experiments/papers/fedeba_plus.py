@@ -34,13 +34,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from fairfl_core.data.sources import data_root
+from fairfl_core.data import stand_ins
 from fairfl_core.experiments.profiles import Experiment, Method, PaperTable, Profile, register_experiment
 
 __all__ = [
     "NOT_IMPLEMENTED",
     "PAPER",
-    "cifar10_stand_in",
     "cnn_profiles",
     "mlp_profiles",
     "register_table",
@@ -180,25 +179,12 @@ def mlp_profiles(quick_rounds: int, quick_seeds: tuple[int, ...]) -> dict[str, P
     }
 
 
-def cifar10_stand_in() -> tuple[str, ...]:
-    """Overrides that replace CIFAR-10 by the labelled Fashion-MNIST stand-in (the paper's CNN on 1×28×28
-    inputs), or () when the CIFAR-10 pickle batches are under the data root."""
-    folder = data_root() / "cifar-10-batches-py"
-    if all((folder / f).is_file() for f in [*(f"data_batch_{i}" for i in range(1, 6)), "test_batch"]):
-        return ()
-    return (
-        "data.name=fashion_mnist",
-        "data.stand_in=CIFAR-10",
-        "model.options={in_channels: 1, input_size: 28}",
-    )
-
-
 def cnn_profiles(
     quick_rounds: int, smoke_data: tuple[str, ...], quick_mlp: bool = False
 ) -> dict[str, Profile]:
     """The CIFAR-10 CNN experiments' profiles; ``quick_mlp`` runs Table 1's MLP at ``quick`` (1 seed,
     ``quick_rounds`` rounds) where a CNN run of that length would not fit a 2-core CPU."""
-    data = cifar10_stand_in()
+    data = stand_ins.stand_in("cifar10")
     what = "stand-in (no CIFAR-10 here: Fashion-MNIST, same split), " if data else ""
     mlp = ("model.name=mlp", "model.options={}" if data else "model.options={in_features: 3072}")
     description, rounds, seeds, every = PAPER_SCALE
@@ -255,7 +241,7 @@ def short_profiles(
     out = {}
     for name, p in base.items():
         short = short_methods is not None and name in short_at
-        note = f"; only {len(short_methods)} of the methods (all at paper)" if short else ""
+        note = f"; only {len(short_methods or ())} of the methods (all at paper)" if short else ""
         out[name] = replace(
             p,
             description=f"{what}{p.description}{note}",

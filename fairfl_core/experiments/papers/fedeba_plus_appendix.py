@@ -5,7 +5,7 @@ runs. Settings, helpers and data stand-ins come from
 50, lr 0.1 decayed 0.999, server lr 1; FedEBA+ α = 0.9, τ = 0.1, θ = 0° with g̃ in update units).
 
 * **Table 9** (CIFAR-10 with the MLP 3072-200-200-10): CIFAR-10 is not available offline, so without its
-  pickle batches the runs use the labelled Fashion-MNIST stand-in (``cifar10_stand_in``) with the
+  pickle batches the runs use the labelled Fashion-MNIST stand-in (``data/stand_ins.py``) with the
   784-200-200-10 MLP: then the task is Table 1's Fashion-MNIST one, labelled "stand-in for CIFAR-10". The
   row "FedEBA α=0.9, τ=0.1" (FedEBA has no α) is run as Prac-FedEBA+ (α = 0.9, τ = 0.1, θ = 15°).
 * **Table 10**: every method with server momentum 0.9 and **Table 11**: with FedVARP (global lr 1, client
@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fairfl_core.data import stand_ins
 from fairfl_core.experiments.config import AlgorithmSpec, ExperimentConfig
 from fairfl_core.experiments.papers.fedeba_plus import (
     ALIGN,
@@ -42,7 +43,6 @@ from fairfl_core.experiments.papers.fedeba_plus import (
     NOT_IMPLEMENTED,
     SMOKE_SHARDS,
     TABLE1,
-    cifar10_stand_in,
     cnn_profiles,
     mlp_profiles,
     register_table,
@@ -79,7 +79,8 @@ def _with(params: Mapping, methods: Iterable[Method]) -> tuple[Method, ...]:
 # -- Table 9: CIFAR-10 with the MLP -------------------------------------------------------------------------
 def _table9_data() -> tuple[tuple[str, ...], str]:
     """Overrides for Table 9's data and MLP (the stand-in's 784 inputs, or 3072 on real CIFAR-10)."""
-    stand_in = tuple(o for o in cifar10_stand_in() if o.startswith("data."))  # its CNN options: not here
+    # the stand-in's data overrides only: its CNN options do not apply to the MLP
+    stand_in = tuple(o for o in stand_ins.stand_in("cifar10") if o.startswith("data."))
     model = "model.name=mlp" if stand_in else "model.name=mlp_cifar10"
     what = "stand-in (no CIFAR-10 here: Fashion-MNIST, same split, MLP 784-200-200-10), " if stand_in else ""
     return (*stand_in, model), what

@@ -48,8 +48,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from fairfl_core.data import stand_ins
 from fairfl_core.data.partition import gifair_femnist_3groups
-from fairfl_core.data.sources import data_root
 from fairfl_core.experiments.profiles import (
     Experiment,
     Method,
@@ -174,22 +174,11 @@ _FEMNIST = {
 }
 
 
-def _emnist_present() -> bool:
-    root = data_root()
-    stem = "emnist-byclass-train-images-idx3-ubyte"
-    return any((d / f"{stem}{ext}").is_file() for d in (root / "EMNIST" / "raw", root) for ext in ("", ".gz"))
-
-
-def _femnist_present() -> bool:
-    where = data_root() / "femnist" / "data"
-    return any((where / "train").glob("*.json")) and any((where / "test").glob("*.json"))
-
-
 def femnist_stand_ins(setting: str) -> tuple[str, ...]:
     """The overrides that replace the paper's data of ``setting`` by its stand-in, or () when the real data
     (EMNIST ByClass, LEAF FEMNIST) is under the data root."""
     spec = _FEMNIST[setting]
-    present = _femnist_present() if spec.needs == "LEAF FEMNIST" else _emnist_present()
+    present = stand_ins.present("femnist" if spec.needs == "LEAF FEMNIST" else "emnist")
     return () if present else spec.stand_in
 
 

@@ -25,8 +25,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fairfl_core.data.sources import data_root
-from fairfl_core.experiments.papers.fedeba_plus import cifar10_stand_in
+from fairfl_core.data import stand_ins
 from fairfl_core.experiments.profiles import (
     Experiment,
     Method,
@@ -44,7 +43,6 @@ __all__ = [
     "calibrated_overrides",
     "calibration_rounds",
     "column_of",
-    "mnist_present",
     "table_methods",
 ]
 
@@ -58,11 +56,6 @@ CALIBRATION = {
     "CIFAR-10": ((100, 200, 300, 400), (0.02, 0.01, 0.05, 0.1)),
 }
 TABLES = ("Table I", "Table II", "Table III", "Table IV")
-
-
-def mnist_present() -> bool:
-    raw = data_root() / "MNIST" / "raw"
-    return any((raw / f"train-images-idx3-ubyte{ext}").is_file() for ext in ("", ".gz"))
 
 
 def table_methods(column: str) -> dict[str, tuple[Method, ...]]:
@@ -118,10 +111,9 @@ def table_methods(column: str) -> dict[str, tuple[Method, ...]]:
 def _data(column: str) -> tuple[tuple[str, ...], str]:
     """Overrides of the column's data and model (the stand-in's when the real set is absent), description."""
     if column == "MNIST":
-        if mnist_present():
-            return (), ""
-        return ("data.name=fashion_mnist", "data.stand_in=MNIST"), "stand-in (no MNIST here: Fashion-MNIST), "
-    stand_in = tuple(o for o in cifar10_stand_in() if o.startswith("data."))
+        data = stand_ins.stand_in("mnist")
+        return data, "stand-in (no MNIST here: Fashion-MNIST), " if data else ""
+    stand_in = tuple(o for o in stand_ins.stand_in("cifar10") if o.startswith("data."))
     model = "model.options={in_channels: 1, input_size: 28}" if stand_in else "model.options={}"
     what = "stand-in (no CIFAR-10 here: Fashion-MNIST), " if stand_in else ""
     return (*stand_in, "model.name=lenet5_cifar10", model, "train.lr=0.02"), what
