@@ -26,8 +26,7 @@ no extra exchange.
 (g̃ = Σ p̃_i (x_t − x^i_{t,1}) = η_t Σ p̃_i ∇F_i(x_t), the one-step model update that the paper's wording
 "(i.e., one local update)" may mean). They differ by the factor η_t inside every local step. With the
 paper's η_L = 0.1, K = 10, α = 0.9 the literal g̃ moves every local model by K η_L α g̃ = 0.9 g̃ along one
-fixed direction per round; on the Table 1 Fashion-MNIST workload at paper scale (η_L = 0.1) that diverged in
-rounds 6–13, all 5 seeds (also with ``fair_grad="full"`` and with τ = 1), while ``"update"`` trained stably.
+fixed direction per round (how each reading trains on Table 1's workload: ``docs/readings.md``).
 
 **Prac-FedEBA+** (``"prac_fedeba+"``, default θ = 15°): plain local SGD and no extra exchange. If φ_t > θ,
 g̃ = Σ_i p̃_i (1/K_i) Σ_k ∇F_i(x^i_{t,k}; ξ) = −Σ_i p̃_i Δ_i/(η_t K_i) (Eq. 12, exact for plain SGD),
