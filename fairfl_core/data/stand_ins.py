@@ -10,11 +10,13 @@ leaves the experiment out with a message) has only its files listed.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from fairfl_core.data.sources import data_root
 
-__all__ = ["FILES", "STAND_INS", "present", "stand_in"]
+__all__ = ["FILES", "STAND_INS", "assume", "present", "stand_in"]
 
 # data set -> the files that hold it: every group must match, any pattern of a group will do
 FILES: dict[str, tuple[tuple[str, ...], ...]] = {
@@ -44,10 +46,31 @@ STAND_INS: dict[str, tuple[str, ...]] = {
 }
 
 
+_ASSUMED: dict[str, bool] = {}
+
+
+@contextmanager
+def assume(name: str, is_present: bool) -> Iterator[None]:
+    """Within the block, :func:`present` answers ``is_present`` for ``name`` whatever is on this machine: how
+    the experiment catalogue builds a profile for the real data set and one for its stand-in
+    (``experiments.profiles.stand_in_profiles``), so that it is the same on every machine."""
+    before = _ASSUMED.get(name)
+    _ASSUMED[name] = is_present
+    try:
+        yield
+    finally:
+        if before is None:
+            del _ASSUMED[name]
+        else:
+            _ASSUMED[name] = before
+
+
 def present(name: str, root: str | Path | None = None) -> bool:
     """Whether the files of data set ``name`` (a key of :data:`FILES`) are under the data root."""
     if name not in FILES:
         raise KeyError(f"no data set {name!r} in the stand-in registry; known: {sorted(FILES)}")
+    if name in _ASSUMED and root is None:
+        return _ASSUMED[name]
     folder = data_root(root)
     return all(any(any(folder.glob(p)) for p in group) for group in FILES[name])
 

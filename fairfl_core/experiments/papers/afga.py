@@ -24,7 +24,14 @@ from dataclasses import replace
 from typing import Any
 
 from fairfl_core.data import stand_ins
-from fairfl_core.experiments.profiles import Experiment, Method, PaperTable, Profile, register_experiment
+from fairfl_core.experiments.profiles import (
+    Experiment,
+    Method,
+    PaperTable,
+    Profile,
+    register_experiment,
+    stand_in_profiles,
+)
 
 __all__ = [
     "AFGA",
@@ -116,8 +123,14 @@ def profiles(
     quick_methods: tuple[Method, ...] | None = None,
     smoke_methods: tuple[Method, ...] | None = None,
 ) -> dict[str, Profile]:
-    """The three scales of a CIFAR-10 experiment in ``setting``; ``quick_methods`` (None: all) at quick,
-    ``smoke_methods`` (None: the quick ones) at smoke."""
+    """The three scales of a CIFAR-10 experiment in ``setting`` (the stand-in's where CIFAR-10 is absent);
+    ``quick_methods`` (None: all) at quick, ``smoke_methods`` (None: the quick ones) at smoke."""
+    return stand_in_profiles("cifar10", lambda: _cifar10_profiles(setting, quick_methods, smoke_methods))
+
+
+def _cifar10_profiles(
+    setting: int, quick_methods: tuple[Method, ...] | None, smoke_methods: tuple[Method, ...] | None
+) -> dict[str, Profile]:
     data, channels, what = _data()
     n, m = SETTINGS[setting]
     base = (*data, *setting_overrides(setting))
@@ -295,13 +308,16 @@ _register(
     "afga_table6_resnet18",
     "Table 6, CIFAR-10 Setting 2 with ResNet-18 (BatchNorm): the 8 methods",
     TABLE1,
-    _scaled(
-        2,
-        _data()[2],
-        (*_data()[0], _RESNET, f"model.options={{num_classes: 10, {_data()[1][0]}, norm: batch}}"),
-        (*_data()[0], _RESNET, f"model.options={{num_classes: 10, {_data()[1][0]}, norm: batch}}"),
-        "ResNet-18, 50 of the 500 rounds, 1 seed",
-        (500, (*_data()[0], _RESNET, f"model.options={{num_classes: 10, {_data()[1][0]}, norm: batch}}")),
+    stand_in_profiles(
+        "cifar10",
+        lambda: _scaled(
+            2,
+            _data()[2],
+            (*_data()[0], _RESNET, f"model.options={{num_classes: 10, {_data()[1][0]}, norm: batch}}"),
+            (*_data()[0], _RESNET, f"model.options={{num_classes: 10, {_data()[1][0]}, norm: batch}}"),
+            "ResNet-18, 50 of the 500 rounds, 1 seed",
+            (500, (*_data()[0], _RESNET, f"model.options={{num_classes: 10, {_data()[1][0]}, norm: batch}}")),
+        ),
     ),
     "Table 6",
 )

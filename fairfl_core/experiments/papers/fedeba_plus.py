@@ -35,7 +35,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from fairfl_core.data import stand_ins
-from fairfl_core.experiments.profiles import Experiment, Method, PaperTable, Profile, register_experiment
+from fairfl_core.experiments.profiles import (
+    Experiment,
+    Method,
+    PaperTable,
+    Profile,
+    register_experiment,
+    stand_in_profiles,
+)
 
 __all__ = [
     "NOT_IMPLEMENTED",
@@ -272,10 +279,13 @@ register_table(
     "is absent)",
     "fedeba_cifar10_cnn.yaml",
     TABLE1,
-    short_profiles(
-        cnn_profiles(20, SMOKE_SHARDS),
-        short_methods=subset_methods(TABLE1, TABLE1_CNN_QUICK),
-        short_at=("quick",),
+    stand_in_profiles(
+        "cifar10",
+        lambda: short_profiles(
+            cnn_profiles(20, SMOKE_SHARDS),
+            short_methods=subset_methods(TABLE1, TABLE1_CNN_QUICK),
+            short_at=("quick",),
+        ),
     ),
     "Table 1",
     CIFAR10,
@@ -320,5 +330,8 @@ register_table(
     "(labelled Fashion-MNIST stand-in when CIFAR-10 is absent)",
     "fedeba_cifar10_dirichlet_cnn.yaml",
     (FEDAVG, FEDEBA_PLUS),
-    cnn_profiles(300, ("data.pooled_test=local_union", "data.test_frac=0.05"), quick_mlp=True),
+    stand_in_profiles(
+        "cifar10",
+        lambda: cnn_profiles(300, ("data.pooled_test=local_union", "data.test_frac=0.05"), quick_mlp=True),
+    ),
 )

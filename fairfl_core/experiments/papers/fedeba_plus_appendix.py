@@ -49,7 +49,7 @@ from fairfl_core.experiments.papers.fedeba_plus import (
     short_profiles,
     subset_methods,
 )
-from fairfl_core.experiments.profiles import Method
+from fairfl_core.experiments.profiles import Method, stand_in_profiles
 from fairfl_core.experiments.runner import run_data, run_experiment
 from fairfl_core.experiments.store import RunStore
 from fairfl_core.sim.faults import FaultConfig
@@ -77,13 +77,14 @@ def _with(params: Mapping, methods: Iterable[Method]) -> tuple[Method, ...]:
 
 
 # -- Table 9: CIFAR-10 with the MLP -------------------------------------------------------------------------
-def _table9_data() -> tuple[tuple[str, ...], str]:
-    """Overrides for Table 9's data and MLP (the stand-in's 784 inputs, or 3072 on real CIFAR-10)."""
+def _table9_data(short: tuple[Method, ...]) -> tuple[tuple[str, ...], tuple[Method, ...], str]:
+    """``short_profiles``' overrides, ``short`` methods and description prefix of Table 9: the data and the
+    MLP (the stand-in's 784 inputs, or 3072 on real CIFAR-10)."""
     # the stand-in's data overrides only: its CNN options do not apply to the MLP
     stand_in = tuple(o for o in stand_ins.stand_in("cifar10") if o.startswith("data."))
     model = "model.name=mlp" if stand_in else "model.name=mlp_cifar10"
     what = "stand-in (no CIFAR-10 here: Fashion-MNIST, same split, MLP 784-200-200-10), " if stand_in else ""
-    return (*stand_in, model), what
+    return (*stand_in, model), short, what
 
 
 def _fedeba_plus(alpha: float, label: str, row: str) -> Method:
@@ -174,14 +175,16 @@ FAA_LOCAL_STEPS = {
 
 
 # -- the experiments --------------------------------------------------------------------------------------
-_T9_DATA, _T9_WHAT = _table9_data()
 register_table(
     "fedeba_table9_mlp",
     "Table 9, CIFAR-10 with the MLP 3072-200-200-10 (labelled Fashion-MNIST stand-in with the 784-input MLP "
     "when CIFAR-10 is absent): the rows of the implemented methods with their printed q, λ, ε",
     "fedeba_cifar10_cnn.yaml",
     TABLE9,
-    short_profiles(mlp_profiles(300, (0,)), _T9_DATA, subset_methods(TABLE9, TABLE9_SHORT), _T9_WHAT),
+    stand_in_profiles(
+        "cifar10",
+        lambda: short_profiles(mlp_profiles(300, (0,)), *_table9_data(subset_methods(TABLE9, TABLE9_SHORT))),
+    ),
     "Table 9",
     CIFAR10,
 )
@@ -226,8 +229,14 @@ register_table(
     "CIFAR-10 is absent)",
     "fedeba_cifar10_cnn.yaml",
     TABLE13,
-    short_profiles(
-        cnn_profiles(10, SMOKE_SHARDS), NOISE, subset_methods(TABLE13, ("FedAvg", OURS)), "label noise 0.5; "
+    stand_in_profiles(
+        "cifar10",
+        lambda: short_profiles(
+            cnn_profiles(10, SMOKE_SHARDS),
+            NOISE,
+            subset_methods(TABLE13, ("FedAvg", OURS)),
+            "label noise 0.5; ",
+        ),
     ),
     "Table 13",
     CIFAR10,

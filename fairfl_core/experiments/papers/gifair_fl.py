@@ -55,7 +55,9 @@ from fairfl_core.experiments.profiles import (
     Method,
     PaperTable,
     Profile,
+    each_variant,
     register_experiment,
+    stand_in_profiles,
 )
 
 __all__ = ["GRIDS", "HYPERPARAMETERS", "LAMBDA_GRID", "Tuned", "femnist_stand_ins"]
@@ -183,6 +185,12 @@ def femnist_stand_ins(setting: str) -> tuple[str, ...]:
 
 
 def _femnist_profiles(setting: str) -> dict[str, Profile]:
+    """The setting's profiles on EMNIST ByClass or LEAF FEMNIST, each carrying its stand-in's."""
+    needs = "femnist" if _FEMNIST[setting].needs == "LEAF FEMNIST" else "emnist"
+    return stand_in_profiles(needs, lambda: _femnist_scales(setting))
+
+
+def _femnist_scales(setting: str) -> dict[str, Profile]:
     spec, data = _FEMNIST[setting], femnist_stand_ins(setting)
     classes = 10 if data else spec.classes
     what = f"stand-in (no {spec.needs} here), " if data else ""
@@ -278,9 +286,9 @@ def _table_profiles(profiles: dict[str, Profile], grid: tuple[Method, ...]) -> d
     """A table's profiles: one fixed value per method at the short ones, the whole ``grid`` (for rule A9)
     at paper."""
     return {
-        name: replace(p, description=f"{p.description}; {_FIXED_NOTE}")
+        name: each_variant(p, lambda q: replace(q, description=f"{q.description}; {_FIXED_NOTE}"))
         if name != "paper"
-        else replace(p, description=f"{p.description}; {_GRID_NOTE}", methods=grid)
+        else each_variant(p, lambda q: replace(q, description=f"{q.description}; {_GRID_NOTE}", methods=grid))
         for name, p in profiles.items()
     }
 

@@ -24,6 +24,7 @@ SubTrunc is Table II's λ row and Table IV's ln(1+x) row, its UnionFL Table III'
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 from fairfl_core.data import stand_ins
 from fairfl_core.experiments.profiles import (
@@ -33,6 +34,7 @@ from fairfl_core.experiments.profiles import (
     Profile,
     get_profile,
     register_experiment,
+    stand_in_profiles,
 )
 
 __all__ = [
@@ -154,6 +156,7 @@ def _profiles(column: str, quick_methods: tuple[Method, ...] | None = None) -> d
 
 COLUMNS = {"MNIST": "mnist", "CIFAR-10": "cifar10"}
 for _column, _key in COLUMNS.items():
+    _scales = stand_in_profiles(_key, partial(_profiles, _column))
     for _number, (_table, _methods) in enumerate(table_methods(_column).items(), start=1):
         _name = f"submodular_table{_number}_{_key}"
         register_experiment(
@@ -161,7 +164,7 @@ for _column, _key in COLUMNS.items():
                 _name,
                 f"SubTrunc/UnionFL {_table}, {_column} column",
                 "submodular_mnist_lenet.yaml",
-                _profiles(_column),
+                _scales,
                 _methods,
                 PaperTable(PAPER, _table, {"mnist": "MNIST", "cifar10": "CIFAR-10"}),
             )
@@ -192,20 +195,23 @@ def _calibration(column: str) -> Experiment:
         Method(f"Random (η={lr:g})", "fedavg", {"weighting": "uniform"}, None, (f"train.lr={lr}",))
         for lr in lrs
     )
-    profiles = _profiles(column)
-    paper = profiles["paper"]
-    paper = replace(
-        paper,
-        rounds=max(rounds),
-        overrides=tuple(o for o in paper.overrides if not o.startswith("train.rounds=")),
-        description=f"{_data(column)[1]}runs of {max(rounds)} rounds, K read at {rounds}, 5 seeds",
-    )
+
+    def profiles() -> dict[str, Profile]:
+        scales = _profiles(column)
+        paper = replace(
+            scales["paper"],
+            rounds=max(rounds),
+            overrides=tuple(o for o in scales["paper"].overrides if not o.startswith("train.rounds=")),
+            description=f"{_data(column)[1]}runs of {max(rounds)} rounds, K read at {rounds}, 5 seeds",
+        )
+        return {**scales, "paper": paper}
+
     return Experiment(
         f"submodular_calibration_{COLUMNS[column]}",
         f"SubTrunc/UnionFL calibration (§IV): Random over η ∈ {{{', '.join(f'{x:g}' for x in lrs)}}}, "
         f"{column} column",
         "submodular_mnist_lenet.yaml",
-        {**profiles, "paper": paper},
+        stand_in_profiles(COLUMNS[column], profiles),
         methods,
     )
 
