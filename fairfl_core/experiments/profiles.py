@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from fairfl_core.data import stand_ins
-from fairfl_core.experiments.config import ExperimentConfig, apply_overrides, load_config
+from fairfl_core.experiments.config import ExperimentConfig, apply_overrides, config_hash, load_config
 
 __all__ = [
     "CONFIG_DIR",
@@ -34,6 +34,7 @@ __all__ = [
     "Profile",
     "each_variant",
     "experiment_configs",
+    "distinct_configs",
     "get_experiment",
     "get_profile",
     "profile_table",
@@ -223,6 +224,12 @@ def experiment_configs(
         "grid": (d.get("sweep") or {}).get("grid") or {},
     }
     return expand_sweep(d)
+
+
+def distinct_configs(configs: Mapping[str, Sequence[ExperimentConfig]]) -> list[ExperimentConfig]:
+    """The run configs of several experiments (name → configs), each run once: a run that two tables share
+    (the same config hash) is listed at its first appearance only."""
+    return list({config_hash(c): c for cs in configs.values() for c in cs}.values())
 
 
 def profile_table(experiment: str) -> pd.DataFrame:
