@@ -1,6 +1,7 @@
 """Notebooks are committed clean (no outputs) and parameterised for papermill; reproduce.sh arguments."""
 
 import ast
+import re
 import subprocess
 from pathlib import Path
 
@@ -65,3 +66,26 @@ def test_reproduce_sh_rejects_bad_arguments_before_doing_anything():
     assert bad_set.returncode == 2 and "--set needs NAME=VALUE" in bad_set.stderr
     usage = _reproduce("--help")
     assert usage.returncode == 0 and "--profile" in usage.stdout
+
+
+def test_no_notebook_types_a_number_the_paper_results_hold():
+    """A paper's printed numbers are read from ``paper_results/*.csv`` (``report.Paper``), never typed."""
+    import csv
+
+    printed = set()
+    for path in (ROOT / "fairfl_core" / "paper_results").glob("*.csv"):
+        with path.open() as f:
+            printed |= {
+                f"{float(row['value']):.2f}" for row in csv.DictReader(f) if abs(float(row["value"])) >= 1
+            }
+    typed = [
+        (path.name, number)
+        for path in NOTEBOOKS
+        for cell in nbformat.read(path, as_version=4).cells
+        if cell.cell_type == "code"
+        for line in cell.source.splitlines()
+        if "paper" in line
+        for number in re.findall(r"(?<![\w.])\d+\.\d\d(?!\d)", line)
+        if number in printed
+    ]
+    assert not typed, f"paper numbers typed in notebooks: {typed}; read them from the paper's bundle"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).parents[1] / "fairfl_core"
-BELOW_REPORT = ["experiments", "sim", "algorithms", "data", "models", "selection", "gossip", "metrics.py"]
+BELOW_REPORT = ["experiments", "sim", "algorithms", "data", "models", "selection", "gossip", "metrics"]
 
 
 def imported_modules(path: Path) -> list[tuple[int, str]]:

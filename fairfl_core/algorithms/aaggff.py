@@ -27,8 +27,8 @@ is r_i for a fixed baseline. The code drops the baseline of the observed clients
 (mean r_i − C r̄): ``"as_coded"`` reproduces it. The cross-silo variant AAggFF-S (Online Newton Step, used by
 the code when C = 1) is not implemented: this update runs for every C.
 
-Faults (``sim/faults.py``): S_t is the set of clients that report (a dropped client's loss never arrives);
-the doubly-robust estimate divides by the observed participation fraction |S_t|/m instead of C (the
+Faults, beyond the rule of ``base.py``: S_t is the set of clients that report (a dropped client's loss never
+arrives); the doubly-robust estimate divides by the observed participation fraction |S_t|/m instead of C (the
 probability of observing a response, lowered by the faults); the responses and the FTRL step keep C.
 """
 

@@ -18,11 +18,11 @@ Then, with γ_w = η_t (the round's client learning rate, fair_flearn's ``--lear
 there γ_w = 0.001 is set through ``train.lr``); FedEBA+ tunes γ_λ ∈ {0.1, 0.5, 0.7}, GIFAIR-FL
 γ_λ ∈ {0.001, 0.01, 0.1}.
 
-Faults (``sim/faults.py``): only the reporting clients R ⊂ [N] enter the round. The model step mixes their
-updates with λ renormalised over R, w ← w + Σ_{k∈R} (λ_k / Σ_{j∈R} λ_j)(w_k − w) (no step when every λ_k,
-k ∈ R, is 0, as the full-participation step then makes none); the dual step uses the unbiased estimate of
-the loss vector from R, F̂_k = (N/|R|) F_k for k ∈ R and 0 otherwise, as Stochastic-AFL estimates F from
-sampled clients (Mohri et al. §4): λ ← Proj_Δ(λ + γ_λ F̂). With R = [N] both are the steps above.
+Faults, beyond the rule of ``base.py``: only the reporting clients R ⊂ [N] enter the round. The model step
+mixes their updates with λ renormalised over R, w ← w + Σ_{k∈R} (λ_k / Σ_{j∈R} λ_j)(w_k − w) (no step when
+every λ_k, k ∈ R, is 0, as the full-participation step then makes none); the dual step uses the unbiased
+estimate of the loss vector from R, F̂_k = (N/|R|) F_k for k ∈ R and 0 otherwise, as Stochastic-AFL estimates
+F from sampled clients (Mohri et al. §4): λ ← Proj_Δ(λ + γ_λ F̂). With R = [N] both are the steps above.
 """
 
 from __future__ import annotations

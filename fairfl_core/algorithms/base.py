@@ -12,7 +12,12 @@ FedJAX's client/server split):
 Between them the round draws the simulated faults (``sim/faults.py``): ``configure`` sees every selected
 client, ``aggregate`` sees only the uploads that arrived (``Uploads.clients``; ``Uploads.kept`` takes the
 survivors' rows of anything computed per selected client at configure time, such as ``Plan.notes``). A round
-in which nothing arrives leaves the model and the state unchanged and is recorded ``"skipped": true``. After
+in which nothing arrives leaves the model and the state unchanged and is recorded ``"skipped": true``. The
+rule every algorithm follows under faults, so that an algorithm's docstring states only its exceptions: what
+is exchanged before local training involves every selected client; every average, weight and per-client
+state after it runs over the survivors (the clients whose upload arrives), with weights renormalised over
+them; a dropped client keeps its stale state; a straggler's update is the ⌈f K⌉ steps it completed,
+aggregated like the others. After
 ``aggregate`` the server plug-ins (``server_plugins.py``) act on the new model. An algorithm whose round has
 another shape (AFGA's gossip between local steps) overrides ``round`` itself and drives a ``ClientStack``.
 

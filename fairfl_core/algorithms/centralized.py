@@ -9,9 +9,9 @@ current model, with no proximal term. The paper does not say how long Centralize
 list): Equitable-FL's experiments run it with ``train.local_epochs=1``, i.e. K epochs over K rounds. With
 BatchNorm the pooled run's running statistics become the global ones.
 
-Faults (``sim/faults.py``): drawn over the n clients as for any round; a client whose round fails (dropout)
-holds its data back, so the round trains on the pooled data of the clients that upload (a straggler's data
-is there in full: the pooled run has no per-client work to cut).
+Faults, beyond the rule of ``base.py``: drawn over the n clients as for any round; a client whose round fails
+(dropout) holds its data back, so the round trains on the pooled data of the clients that upload (a
+straggler's data is there in full: the pooled run has no per-client work to cut).
 """
 
 from __future__ import annotations

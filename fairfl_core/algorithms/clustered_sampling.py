@@ -5,9 +5,6 @@ clients not sampled since; all zero at the start). Each round the clients are cl
 representative gradients into m sample-size-aware distributions (``selection/clustered.py``), one client
 is drawn from each, and the m local models are averaged with weights 1/m (a client drawn twice counts
 twice), which is unbiased because Σ_l W_l(i) = m·p_i.
-
-Faults (``sim/faults.py``): the clients that upload are averaged with weights 1/|S| over them, and only their
-representative gradients G_i are replaced (a dropped client keeps its stale one).
 """
 
 from __future__ import annotations

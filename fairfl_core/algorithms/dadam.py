@@ -13,8 +13,8 @@ with α the config's ``lr`` (AFGA's paper gives no value; 1e-3 in its Table 8 ex
 at every iteration, Z = ``local_steps`` iterations a round, the ring by default, the average model
 evaluated, BatchNorm running statistics gossiped with W.
 
-Faults (``sim/faults.py``): a failed client takes no gradient that iteration, so its moments and its
-adaptive step stay as they are; it still gossips.
+Faults, beyond the rule of ``base.py``: a failed client takes no gradient that iteration, so its moments and
+its adaptive step stay as they are; it still gossips.
 """
 
 from __future__ import annotations

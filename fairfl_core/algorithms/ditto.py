@@ -10,10 +10,10 @@ minibatches** as its global local steps (paper Alg. 1, personal objective F_k(v)
 Client k is evaluated with v_k. Default λ = 0.5 (in both FedEBA+ Table 6's grid {0, 0.5} and GIFAIR-FL's
 {0.01, …, 5}). λ = 0 is purely local training; large λ keeps v_k near w^t (keep η λ < 2 for stability).
 
-Faults (``sim/faults.py``): the global model averages the survivors as FedAvg does; a dropped client's round
-is lost with it, so only survivors' v_k are replaced. Personal steps run on the same minibatches as the
-global ones (every selected client trains, then the survivors' rows are kept), and a straggler's personal
-steps stop where its global steps stop.
+Faults, beyond the rule of ``base.py``: the global model averages the survivors as FedAvg does; a dropped
+client's round is lost with it, so only survivors' v_k are replaced. Personal steps run on the same
+minibatches as the global ones (every selected client trains, then the survivors' rows are kept), and a
+straggler's personal steps stop where its global steps stop.
 """
 
 from __future__ import annotations

@@ -7,9 +7,6 @@ w_0 in round 0, afterwards only the selected clients' gradients are replaced, by
 model they received, and only their rows/columns of the distance matrix are recomputed.
 ``grad_mode="fresh"``: every gradient recomputed each round. Aggregation: sample-weighted (the reference's
 ``aggregate``); ``weighting="uniform"`` gives the SubTrunc paper's plain mean.
-
-Faults (``sim/faults.py``): the survivors are averaged with renormalised weights, and only their gradients
-(and their rows and columns of the distance matrix) are refreshed: a dropped client's gradient never arrives.
 """
 
 from __future__ import annotations
@@ -20,7 +17,8 @@ import numpy as np
 import torch
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
-from fairfl_core.algorithms.fedprox import FedProx, Proximal
+from fairfl_core.algorithms.fedavg import FedAvg
+from fairfl_core.algorithms.fedprox import Proximal, proximal_spec
 from fairfl_core.algorithms.hyper import Averaging, ServerPluginHyper
 from fairfl_core.selection.facility_location import (
     FacilityLocation,
@@ -39,15 +37,19 @@ GRAD_MODES = ("stale", "fresh")
 
 @dataclass
 class DivFLHyper(Proximal, ServerPluginHyper, Averaging):
-    """``greedy``: lazy | naive | stochastic; ``subsample``: stochastic pool fraction;
-    ``grad_mode``: stale | fresh. Clients are chosen by facility location, so there is no sampling field."""
+    """``greedy``: lazy | naive | stochastic; ``subsample``: stochastic pool fraction; ``pool_size``: the
+    stochastic greedy's r (None: max(m, ⌊subsample · N⌋)); ``grad_mode``: stale | fresh. Clients are chosen
+    by facility location, so there is no sampling field."""
 
     mu: float = 0.0
     greedy: str = "lazy"
     subsample: float = 0.1
+    pool_size: int | None = None
     grad_mode: str = "stale"
 
     def check(self):
+        if self.pool_size is not None and not self.pool_size >= 1:
+            raise ValueError(f"pool_size (r) must be an integer ≥ 1, got {self.pool_size}; the paper uses 10")
         if self.greedy not in GREEDY:
             raise ValueError(f"greedy must be one of {GREEDY}, got {self.greedy!r}")
         if not 0 < self.subsample <= 1:
@@ -57,11 +59,18 @@ class DivFLHyper(Proximal, ServerPluginHyper, Averaging):
 
 
 @register("divfl")
-class DivFL(FedProx):
+class DivFL(FedAvg):
     Hyper = DivFLHyper
 
+    def __init__(self, sim, hp):
+        super().__init__(sim, hp)
+        if hp.pool_size is not None and hp.pool_size > sim.num_clients:
+            raise ValueError(
+                f"pool_size (r) = {hp.pool_size} exceeds the {sim.num_clients} clients; use r ≤ N (paper: 10)"
+            )
+
     def configure(self, t: int) -> Plan:
-        return Plan(self.choose(t), self.prox_spec(t))
+        return Plan(self.choose(t), proximal_spec(self.sim, t, self.hp.mu, self.w))
 
     def choose(self, t: int) -> np.ndarray:
         """The m clients maximising the facility-location objective over the gradient distances."""
@@ -75,7 +84,9 @@ class DivFL(FedProx):
         return (lazy_greedy if self.hp.greedy == "lazy" else greedy)(objective, m)
 
     def pool_size(self) -> int:
-        """r, the stochastic greedy's candidates per step: max(m, ⌊subsample · N⌋)."""
+        """r, the stochastic greedy's candidates per step: ``pool_size``, else max(m, ⌊subsample · N⌋)."""
+        if self.hp.pool_size is not None:
+            return self.hp.pool_size
         return stochastic_pool_size(self.sim.num_clients, self.sim.train.clients_per_round, self.hp.subsample)
 
     def objective(self, t: int, dist: np.ndarray) -> FacilityLocation:

@@ -15,8 +15,8 @@ average model x̄ = (1/N) Σ_i x_i is the one evaluated. BatchNorm: each client 
 across rounds, gossiped with W (averaged by PGA); the evaluated ones are their average. DAdam, the third
 baseline of Table 8, is ``dadam.py``.
 
-Faults (``sim/faults.py``): a failed client takes no local step that round (a straggler its fraction of
-them); every client still gossips. A round in which every client fails changes nothing.
+Faults, beyond the rule of ``base.py``: a failed client takes no local step that round (a straggler its
+fraction of them); every client still gossips. A round in which every client fails changes nothing.
 """
 
 from __future__ import annotations

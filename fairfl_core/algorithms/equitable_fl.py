@@ -35,9 +35,6 @@ pairs; ``cd_literal=True``: the printed double sum over C(r, 2), twice as large)
 all n clients around the pooled test accuracy, in points), ``global_acc`` and ``nmi_all`` (every client's
 activation vector at w_{k+1} over its training set in eval mode, clustered into C, against the planted
 clusters).
-
-Faults (``sim/faults.py``): the clients that upload are clustered and averaged; a dropped client sends
-neither its model nor its activation vector.
 """
 
 from __future__ import annotations

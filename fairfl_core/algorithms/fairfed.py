@@ -10,9 +10,6 @@ FairFed's gap is |F_glob − F_k| for a group-fairness metric F when client k ho
 groups and the accuracy gap above otherwise. Here the only group attribute is the client's cluster
 (``sim.groups``), so no client holds two groups and the accuracy gap is always the one that applies:
 the algorithm needs no group labels and runs on data without them. β = 0 is FedAvg (n-weights).
-
-Faults (``sim/faults.py``): Acc_glob, the gaps Δ_k, their mean and the weights ω run over the clients that
-report; only their ω̄_k change.
 """
 
 from __future__ import annotations

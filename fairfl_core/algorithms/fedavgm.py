@@ -9,9 +9,6 @@ The server treats the averaged client update as a step direction and keeps a mom
 This is FedAvg with the server-momentum plug-in (``server_momentum`` = β, ``server_plugins.py``), whose
 buffer is η_g v, so the iterates are the same; ``fedavgm`` only turns it on by default with FedEBA+
 Table 10's β = 0.9. β = 0 is FedAvg exactly.
-
-Faults (``sim/faults.py``): as FedAvg: Δ̄ averages the survivors (renormalised) and v updates from it; a round
-without uploads leaves v unchanged.
 """
 
 from __future__ import annotations

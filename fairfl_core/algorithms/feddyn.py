@@ -11,8 +11,8 @@ selected client minimises F_i(θ) − ⟨h_i, θ⟩ + (α/2) ‖θ − x_r‖² 
 
 α is not given by AFGA (its grid note: {0.1, 0.01, 0.001}); 0.01 is the default.
 
-Faults (``sim/faults.py``): S is the set of clients whose θ_i arrives; only their h_i change and h adds their
-terms divided by N.
+Faults, beyond the rule of ``base.py``: S is the set of clients whose θ_i arrives; only their h_i change and h
+adds their terms divided by N.
 """
 
 from __future__ import annotations

@@ -17,9 +17,6 @@ minibatch loss of its local steps);
 ½ (concave), 3 (convex); t is the 0-based round (the paper's t − 1), ``"constant"`` (default) keeps τ.
 
 Also here: the two-client quadratic toy of Fig. 1 / App. I.1 (``figure1_toy``).
-
-Faults (``sim/faults.py``): p is the softmax over the survivors' post-training losses (a straggler's at its
-truncated model), i.e. the EBA weights renormalised over the clients that upload.
 """
 
 from __future__ import annotations
@@ -53,13 +50,15 @@ class FedEBAHyper(FedAvgHyper):
     """``tau``: temperature τ > 0, finite (τ → ∞ gives the prior's weights, e.g. 1e15 to float precision;
     paper default 0.1, grid {0.05 … 20});
     ``weighting``: the prior q (``"uniform"`` = no prior, Eq. 4; ``"size"``: Eq. 22); ``loss_eval``,
-    ``tau_schedule``, ``tau_kappa``: see the module docstring."""
+    ``tau_schedule``, ``tau_kappa``: see the module docstring; ``entropy_weights``: False puts q in place of
+    the EBA weights (FedEBA+'s "FedAvg+②" ablation, Table 15)."""
 
     weighting: str = "uniform"
     tau: float = 0.1
     loss_eval: str = "full"
     tau_schedule: str = "constant"
     tau_kappa: float = 0.0
+    entropy_weights: bool = True
 
     def check(self):
         if not self.tau > 0:
@@ -140,7 +139,9 @@ class FedEBA(FedAvg):
         return average_weights(self.sim, clients, self.hp, self.w)
 
     def eba(self, t: int, clients: np.ndarray, losses: torch.Tensor) -> torch.Tensor:
-        """Aggregation weights of round t from the clients' losses (Eq. 4)."""
+        """Aggregation weights of round t from the clients' losses (Eq. 4); q without ``entropy_weights``."""
+        if not self.hp.entropy_weights:
+            return self.prior(clients)
         return eba_weights(losses, self.tau(t), self.prior(clients))
 
     def post_losses(self, uploads: Uploads) -> torch.Tensor:

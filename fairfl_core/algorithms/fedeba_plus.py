@@ -26,8 +26,7 @@ no extra exchange.
 (g̃ = Σ p̃_i (x_t − x^i_{t,1}) = η_t Σ p̃_i ∇F_i(x_t), the one-step model update that the paper's wording
 "(i.e., one local update)" may mean). They differ by the factor η_t inside every local step. With the
 paper's η_L = 0.1, K = 10, α = 0.9 the literal g̃ moves every local model by K η_L α g̃ = 0.9 g̃ along one
-fixed direction per round; on the Table 1 Fashion-MNIST workload at paper scale (η_L = 0.1) that diverged in
-rounds 6–13, all 5 seeds (also with ``fair_grad="full"`` and with τ = 1), while ``"update"`` trained stably.
+fixed direction per round (how each reading trains on Table 1's workload: ``docs/readings.md``).
 
 **Prac-FedEBA+** (``"prac_fedeba+"``, default θ = 15°): plain local SGD and no extra exchange. If φ_t > θ,
 g̃ = Σ_i p̃_i (1/K_i) Σ_k ∇F_i(x^i_{t,k}; ξ) = −Σ_i p̃_i Δ_i/(η_t K_i) (Eq. 12, exact for plain SGD),
@@ -40,20 +39,19 @@ Per-round diagnostics: ``fair_angle`` (degrees), ``branch`` ("gradient", "model"
 ``extra_comms`` (cumulative extra exchanges), ``extra_cost`` = extra / (rounds + extra) (Table 3), and
 FedEBA's weight entropy.
 
-Faults (``sim/faults.py``): FedEBA+'s exchanges before local training (the losses L_i for the fair-angle test,
-∇F_i(x_t) for g̃ and Δ̃^a) involve every selected client, since a client drops out only before its upload; the
-EBA weights p (over the post-training losses), Δ_t and Eq. 9's mean of Δ̃^a use the survivors only,
-renormalised over them (``model_align_scale``'s K_i is the scheduled count, fixed before training).
-Prac-FedEBA+ sends its losses with the update, so its fair-angle test, p̃ and p all run over the survivors,
-and K_i is the number of local steps client i completed (a straggler's ⌈f K_i⌉: Eq. 12's mean gradient is over
-the steps taken).
+Faults, beyond the rule of ``base.py``: FedEBA+'s exchanges before local training (the losses L_i for the
+fair-angle test, ∇F_i(x_t) for g̃ and Δ̃^a) involve every selected client, since a client drops out only
+before its upload; the EBA weights p (over the post-training losses), Δ_t and Eq. 9's mean of Δ̃^a use the
+survivors only, renormalised over them (``model_align_scale``'s K_i is the scheduled count, fixed before
+training). Prac-FedEBA+ sends its losses with the update, so its fair-angle test, p̃ and p all run over the
+survivors, and K_i is the number of local steps client i completed (a straggler's ⌈f K_i⌉: Eq. 12's mean
+gradient is over the steps taken).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 import torch
@@ -66,7 +64,7 @@ from fairfl_core.metrics import extra_communication_fraction
 from fairfl_core.sim.batches import steps_per_client
 
 __all__ = [
-    "AlignedEBA",
+    "Aligner",
     "Alignment",
     "FedEBAPlus",
     "FedEBAPlusHyper",
@@ -85,11 +83,10 @@ MODEL_ALIGN_SCALES = ("one_step", "local_steps")
 @dataclass
 class Alignment(Hyper):
     """``alpha``: alignment weight α ∈ [0, 1] (α = β/τ of Eq. 7; paper 0.9); ``theta``: fair angle θ in
-    degrees, gradient alignment iff φ_t > θ; ``entropy_weights``: False for the FedAvg+② ablation."""
+    degrees, gradient alignment iff φ_t > θ."""
 
     alpha: float = 0.9
     theta: float = 0.0
-    entropy_weights: bool = True
 
     def check(self):
         if not 0 <= self.alpha <= 1:
@@ -166,36 +163,36 @@ class AlignmentPlan:
     one_step: torch.Tensor | None = None
 
 
-class AlignedEBA(FedEBA):
-    """What FedEBA+ and Prac-FedEBA+ share: the fair-angle test, FedAvg+② weights, the diagnostics."""
+class Aligner:
+    """What FedEBA+ and Prac-FedEBA+ share, composed into each: the fair-angle test, the clients' local steps
+    K_i and the update with the alignment diagnostics and the count of extra exchanges (kept in the
+    algorithm's ``state``)."""
 
-    extra_exchange: ClassVar[bool] = True  # a gradient-alignment round costs one more exchange
-
-    def __init__(self, sim, hp):
-        super().__init__(sim, hp)
-        self.state["extra_comms"] = 0
-
-    def eba(self, t: int, clients: np.ndarray, losses: torch.Tensor) -> torch.Tensor:
-        return super().eba(t, clients, losses) if self.hp.entropy_weights else self.prior(clients)
+    def __init__(self, algorithm: FedEBA, extra_exchange: bool):
+        self.algorithm, self.extra_exchange = algorithm, extra_exchange  # a gradient round costs an exchange
+        algorithm.state["extra_comms"] = 0
 
     def fair_angle_test(self, losses: torch.Tensor) -> AlignmentPlan:
         """φ_t and the branch it selects; α = 0 aligns nothing (FedEBA)."""
         angle = fair_angle(losses)
-        branch = "none" if self.hp.alpha == 0 else ("gradient" if angle > self.hp.theta else "model")
+        alpha, theta = self.algorithm.hp.alpha, self.algorithm.hp.theta
+        branch = "none" if alpha == 0 else ("gradient" if angle > theta else "model")
         return AlignmentPlan(losses, angle, branch)
 
     def local_steps(self, t: int, clients: np.ndarray) -> torch.Tensor:
         """K_i: local steps of each client this round (equal in steps mode)."""
-        spec = self.sim.local_spec(t)
-        counts = self.sim.engine.counts("train")[clients]
+        sim = self.algorithm.sim
+        spec = sim.local_spec(t)
+        counts = sim.engine.counts("train")[clients]
         return torch.as_tensor(steps_per_client(counts, spec.batch_size, spec.steps, spec.epochs))
 
-    def aligned_update(self, t: int, uploads: Uploads, plan: AlignmentPlan, step) -> Update:
+    def update(self, t: int, uploads: Uploads, plan: AlignmentPlan, step) -> Update:
         """FedEBA's update with Δ_t = ``step(p)``, the alignment diagnostics and the extra-exchange count."""
+        state = self.algorithm.state
         if self.extra_exchange and plan.branch == "gradient":
-            self.state["extra_comms"] = self.state["extra_comms"] + 1
-        update = self.eba_update(t, uploads, step)
-        extra = int(self.state["extra_comms"])
+            state["extra_comms"] = state["extra_comms"] + 1
+        update = self.algorithm.eba_update(t, uploads, step)
+        extra = int(state["extra_comms"])
         update.diagnostics.update(
             fair_angle=plan.fair_angle,
             branch=plan.branch,
@@ -206,8 +203,12 @@ class AlignedEBA(FedEBA):
 
 
 @register("fedeba+")
-class FedEBAPlus(AlignedEBA):
+class FedEBAPlus(FedEBA):
     Hyper = FedEBAPlusHyper
+
+    def __init__(self, sim, hp):
+        super().__init__(sim, hp)
+        self.align = Aligner(self, extra_exchange=True)
 
     def one_step_gradients(self, t: int, clients: np.ndarray) -> torch.Tensor:
         """∇F_i(x_t) ``[K, P]``: one minibatch step at lr 1 (``fair_grad="minibatch"``) or the full split."""
@@ -221,7 +222,7 @@ class FedEBAPlus(AlignedEBA):
         """Alg. 1 lines 6–11: the test on the received model's losses, then g̃ mixed into every local step
         (gradient alignment) or the one-step updates Δ̃^a kept for the server (model alignment)."""
         clients = select_clients(self.sim, t, self.hp)
-        notes = self.fair_angle_test(self.sim.engine.losses(self.w, clients, "train")[0])
+        notes = self.align.fair_angle_test(self.sim.engine.losses(self.w, clients, "train")[0])
         spec = self.sim.local_spec(t)
         if notes.branch == "gradient":
             fair = self.eba(t, clients, notes.pre_losses) @ self.one_step_gradients(t, clients)
@@ -231,7 +232,7 @@ class FedEBAPlus(AlignedEBA):
         elif notes.branch == "model":
             one_step = -self.sim.lr(t) * self.one_step_gradients(t, clients)
             if self.hp.model_align_scale == "local_steps":
-                one_step = one_step * self.local_steps(t, clients).to(one_step)[:, None]
+                one_step = one_step * self.align.local_steps(t, clients).to(one_step)[:, None]
             notes.one_step = one_step
         return Plan(clients, spec, notes=notes)
 
@@ -248,19 +249,22 @@ class FedEBAPlus(AlignedEBA):
             def step(p):
                 return p @ deltas
 
-        return self.aligned_update(t, uploads, notes, step)
+        return self.align.update(t, uploads, notes, step)
 
 
 @register("prac_fedeba+")
-class PracFedEBAPlus(AlignedEBA):
+class PracFedEBAPlus(FedEBA):
     Hyper = PracFedEBAPlusHyper
-    extra_exchange = False
+
+    def __init__(self, sim, hp):
+        super().__init__(sim, hp)
+        self.align = Aligner(self, extra_exchange=False)
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         """The losses of the received model are uploaded with the update, so the fair-angle test, p̃ and p
         run over the clients whose upload arrives, with the local steps each completed."""
         clients, deltas = uploads.clients, uploads.params - self.w
-        notes = self.fair_angle_test(self.sim.engine.losses(self.w, clients, "train")[0])
+        notes = self.align.fair_angle_test(self.sim.engine.losses(self.w, clients, "train")[0])
         steps = torch.as_tensor(uploads.steps).to(deltas)
         if notes.branch == "gradient":
             p_tilde = self.eba(t, clients, notes.pre_losses)
@@ -279,4 +283,4 @@ class PracFedEBAPlus(AlignedEBA):
             def step(p):
                 return p @ deltas
 
-        return self.aligned_update(t, uploads, notes, step)
+        return self.align.update(t, uploads, notes, step)

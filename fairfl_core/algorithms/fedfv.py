@@ -15,9 +15,6 @@ With g_k = w − w_k and F_k the loss of the received model on client k's traini
 
 Defaults: FedEBA+ Tables 7–8/18 (α = 0.1, τ = 10). ``weighting="uniform"`` (FLGo's plain mean) by default;
 ``size`` uses p_k ∝ n_k for both means; ``server_lr`` scales the final step (1 = FLGo).
-
-Faults (``sim/faults.py``): steps 1–4 run over the clients that upload (the ⌈α m⌉ kept ones with m = their
-number); only their g_k and rounds enter the history.
 """
 
 from __future__ import annotations

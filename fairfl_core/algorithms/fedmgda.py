@@ -13,9 +13,6 @@ coincide when the clients are equally large or ``weighting="uniform"``. ε = 0 k
 normalised updates); ε ≥ 1 is plain MGDA on normalised updates. Default ε = 0.1: FLGo's default and the
 smallest of AAggFF's grid {0.1, 0.5, 1.0}; η_g = ``server_lr`` = 1 (FLGo's η). FedEBA+ Tables 1/6 set
 ε = 0.03 in their experiment.
-
-Faults (``sim/faults.py``): the QP runs over the survivors' normalised updates, with the centre taken over
-them.
 """
 
 from __future__ import annotations

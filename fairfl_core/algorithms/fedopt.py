@@ -17,9 +17,6 @@ instead uses v̂_t = max(v̂_{t−1}, v_t, ε) and w + η m_t / √v̂_t. All op
 
 **No bias correction** anywhere: Algorithm 2 and AFGA Eq. 2 have none (Flower's FedAdam and the FedCAMS
 code divide by 1 − β^t, which is not the papers' rule). ``tau`` is Reddi's τ and AFGA's ε.
-
-Faults (``sim/faults.py``): Δ_t averages the survivors (renormalised) and the moments update from it; a round
-without uploads leaves w and the moments unchanged.
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""FedProx (Li et al., MLSys 2020, Eq. 2): FedAvg whose local objective adds (μ/2)‖w − w^t‖².
-
-Faults (``sim/faults.py``): aggregation as FedAvg's over the survivors; a straggler's proximal local run stops
-after ⌈f K⌉ steps and is aggregated like the others (the partial work FedProx incorporates).
-"""
+"""FedProx (Li et al., MLSys 2020, Eq. 2): FedAvg whose local objective adds (μ/2)‖w − w^t‖²."""
 
 from __future__ import annotations
 
@@ -13,7 +9,7 @@ from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, select_clients
 from fairfl_core.algorithms.hyper import Hyper
 from fairfl_core.sim.local import LocalSpec
 
-__all__ = ["FedProx", "FedProxHyper", "Proximal"]
+__all__ = ["FedProx", "FedProxHyper", "Proximal", "proximal_spec"]
 
 
 @dataclass
@@ -32,13 +28,18 @@ class FedProxHyper(Proximal, FedAvgHyper):
     """FedAvg's groups and the proximal weight μ."""
 
 
+def proximal_spec(sim, t: int, mu: float, w) -> LocalSpec:
+    """Round t's local step with the proximal term (μ/2)‖w − w^t‖² towards the received model ``w``."""
+    return sim.local_spec(t, prox_mu=mu, prox_ref=w)
+
+
 @register("fedprox")
 class FedProx(FedAvg):
     Hyper = FedProxHyper
 
     def prox_spec(self, t: int) -> LocalSpec:
         """Round t's local step with the proximal term towards the received model."""
-        return self.sim.local_spec(t, prox_mu=self.hp.mu, prox_ref=self.w)
+        return proximal_spec(self.sim, t, self.hp.mu, self.w)
 
     def configure(self, t: int) -> Plan:
         return Plan(select_clients(self.sim, t, self.hp), self.prox_spec(t))

@@ -2,9 +2,6 @@
 
 Each selected client takes ONE gradient step on its whole training set (B = ∞, E = 1) and the server
 averages like FedAvg, so x_{t+1} = x_t − η_t Σ_k p_k ∇F_k(x_t).
-
-Faults (``sim/faults.py``): as FedAvg; a straggler's single full-batch step is already its ⌈f · 1⌉ = 1 step,
-so stragglers change nothing.
 """
 
 from __future__ import annotations

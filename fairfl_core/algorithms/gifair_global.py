@@ -29,9 +29,9 @@ Readings of the paper's ambiguities; the alternatives sit behind options:
   model (Algorithm 2 as written); ``"minibatch"``: the mean minibatch loss over the round's local steps (no
   extra pass); ``"global"``: F_k(θ̄) at the new global model (Sec. 3.3, the exact r of the theory).
 
-Faults (``sim/faults.py``): the scales s_k go to every selected client before training; the average and the
-loss cache use the survivors only (a dropped client keeps its cached loss); ``unbiased=True`` scales by
-K/|survivors|.
+Faults, beyond the rule of ``base.py``: the scales s_k go to every selected client before training; the
+average and the loss cache use the survivors only (a dropped client keeps its cached loss); ``unbiased=True``
+scales by K/|survivors|.
 """
 
 from __future__ import annotations

@@ -9,8 +9,6 @@ client k is evaluated with θ_k (the current global model while k has never been
 With the loss cache of Algorithm 2 (``loss_source="local"``: F_k at the post-training local model) the
 training trajectory is exactly GIFAIR-FL-Global's; only the returned models differ. The
 exact-r variant ``loss_source="global"`` has no meaning here (the losses must be at θ_k) and is refused.
-
-Faults (``sim/faults.py``): as GIFAIR-FL-Global's; only the survivors' θ_k are replaced.
 """
 
 from __future__ import annotations

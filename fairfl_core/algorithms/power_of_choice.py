@@ -5,8 +5,8 @@ F_k(w) on its whole training set at the global model; the m candidates with the 
 aggregation is the plain mean 1/m (importance is already in the sampling). d defaults to min(N, 2m), the
 setting Equitable-FL's baseline section reads as "pow-d"; the SubTrunc paper's comparison uses d = N.
 
-Faults (``sim/faults.py``): the candidates report their losses before training; of the m that train, the
-survivors are averaged (1/|survivors|).
+Faults, beyond the rule of ``base.py``: the candidates report their losses before training; of the m that
+train, the survivors are averaged (1/|survivors|).
 """
 
 from __future__ import annotations

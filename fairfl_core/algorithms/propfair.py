@@ -15,11 +15,9 @@ exactly as the paper's formula (only the reported surrogate value differs). The 
 continuation f/M cuts the slope from ≈ 1/ε to 1/M past the threshold ("to avoid divergence" for badly
 fitted batches). Both references fix ε = 0.2 and use plain SGD at the FedAvg learning rate, no clipping.
 With FedEBA+'s Table 1 setting M = ε = 0.2 every positive loss is past the threshold under either
-continuation, so PropFair is FedAvg on 5·f (5× the learning rate; at FedEBA+'s η = 0.1 it diverges in
-round 2 on that Fashion-MNIST workload, as FedAvg at η = 0.5 does). Aggregation is FedAvg's.
+continuation, so PropFair is FedAvg on 5·f (5× the learning rate; what that does at FedEBA+'s η = 0.1:
+``docs/readings.md``). Aggregation is FedAvg's.
 Defaults: FedEBA+ Table 1/6 (M = 0.2, ε = "thres" = 0.2), continuation as in the official code.
-
-Faults (``sim/faults.py``): aggregation as FedAvg's over the survivors.
 """
 
 from __future__ import annotations

@@ -14,9 +14,6 @@ The reference samples ∝ n_k without replacement and sums over the sample (``--
 default): ``sampling="size", weighting="uniform"`` here. With ``weighting="size"`` (uniform sampling,
 the reference's ``--sampling 1``) both sums carry p_k ∝ n_k, i.e. w ← w − Σ p_k Δ_k / Σ p_k h_k, the
 q-FedAvg step for the p_k-weighted objective. q = 0 is FedAvg with the same sampling and weighting.
-
-Faults (``sim/faults.py``): F_k arrives with the update, so both sums run over the survivors R:
-w ← w − Σ_{k∈R} Δ_k / Σ_{k∈R} h_k.
 """
 
 from __future__ import annotations

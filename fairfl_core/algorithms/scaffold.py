@@ -13,14 +13,13 @@ SGD (no momentum, no weight decay) c_i⁺ is the mean minibatch gradient along c
 Same update as FLGo ``flgo/algorithm/scaffold.py`` and NIID-Bench ``train_net_scaffold`` (zero initial
 controls, Δc summed over S and divided by N, uniform mean of Δy); neither clips gradients.
 
-Stability: on the FedEBA+ Fashion-MNIST workload (2 label shards per client, K = 10, η_l = 0.1) this
-faithful update diverges (a large c_i drives its client's next trajectory far off, which makes c_i⁺
-larger still); η_l = 0.05 trains. The references counter it only through their smaller default learning
-rates (NIID-Bench and Flower's niid_bench baseline use 0.01).
+Stability at a large local rate: ``docs/readings.md`` (AFGA and CAFGA, SCAFFOLD). The references keep to
+small default learning rates (NIID-Bench and Flower's niid_bench baseline use 0.01).
 
-Faults (``sim/faults.py``): S is the set of clients whose upload (y_i, Δc_i) arrives: w averages their
-updates (1/|S|), c adds their Δc_i / N and only their c_i change; a dropped client keeps its c_i. A straggler
-computes c_i⁺ with K_i = the ⌈f K_i⌉ steps it completed (option II: the mean gradient over its steps).
+Faults, beyond the rule of ``base.py``: S is the set of clients whose upload (y_i, Δc_i) arrives: w averages
+their updates (1/|S|), c adds their Δc_i / N and only their c_i change; a dropped client keeps its c_i. A
+straggler computes c_i⁺ with K_i = the ⌈f K_i⌉ steps it completed (option II: the mean gradient over its
+steps).
 """
 
 from __future__ import annotations

@@ -37,17 +37,14 @@ DISTANCE_SCALES = ("none", "mean")
 @dataclass
 class SelectionHyper(DivFLHyper):
     """The SubTrunc paper's defaults for DivFL's fields (stochastic greedy, fresh gradients, an unweighted
-    average), ``pool_size`` r (None: DivFL's max(κ, ⌊subsample · N⌋), 10 for N = 100) and the scale of G."""
+    average; ``pool_size`` r None: DivFL's max(κ, ⌊subsample · N⌋), 10 for N = 100) and the scale of G."""
 
     greedy: str = "stochastic"
     grad_mode: str = "fresh"
     weighting: str = "uniform"
-    pool_size: int | None = None
     distance_scale: str = "none"
 
     def check(self):
-        if self.pool_size is not None and not self.pool_size >= 1:
-            raise ValueError(f"pool_size (r) must be an integer ≥ 1, got {self.pool_size}; the paper uses 10")
         if self.distance_scale not in DISTANCE_SCALES:
             raise ValueError(f"distance_scale must be one of {DISTANCE_SCALES}, got {self.distance_scale!r}")
 
@@ -73,22 +70,8 @@ class SubTruncHyper(SelectionHyper):
             raise ValueError(f"loss_mode must be one of {LOSS_MODES}, got {self.loss_mode!r}")
 
 
-class SubmodularSelection(DivFL):
-    """DivFL with the SubTrunc paper's pool size r and distance scale; SubTrunc and UnionFL add their term."""
-
-    def __init__(self, sim, hp):
-        super().__init__(sim, hp)
-        if hp.pool_size is not None and hp.pool_size > sim.num_clients:
-            raise ValueError(
-                f"pool_size (r) = {hp.pool_size} exceeds the {sim.num_clients} clients; use r ≤ N (paper: 10)"
-            )
-
-    def pool_size(self) -> int:
-        return super().pool_size() if self.hp.pool_size is None else self.hp.pool_size
-
-
 @register("subtrunc")
-class SubTrunc(SubmodularSelection):
+class SubTrunc(DivFL):
     Hyper = SubTruncHyper
 
     def __init__(self, sim, hp):

@@ -14,9 +14,6 @@ Each selected client reports F_k, its mean loss on its whole training set at the
 
 p_k is the FedAvg weighting (``weighting="uniform"``: 1/m, as both references; ``"size"``: ∝ n_k).
 t = 0 gives ω = p, i.e. FedAvg (softmax normaliser).
-
-Faults (``sim/faults.py``): ω comes from the survivors' losses, renormalised over them (the running normaliser
-Z takes their Σ p_j e_j).
 """
 
 from __future__ import annotations

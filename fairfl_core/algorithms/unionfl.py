@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
-from fairfl_core.algorithms.subtrunc import SelectionHyper, SubmodularSelection
+from fairfl_core.algorithms.divfl import DivFL
+from fairfl_core.algorithms.subtrunc import SelectionHyper
 from fairfl_core.selection.facility_location import FacilityLocation
 from fairfl_core.selection.submodular import NONMONOTONE, stop_before_loss, unionfl_objective
 
@@ -47,7 +48,7 @@ class UnionFLHyper(SelectionHyper):
 
 
 @register("unionfl")
-class UnionFL(SubmodularSelection):
+class UnionFL(DivFL):
     Hyper = UnionFLHyper
 
     def __init__(self, sim, hp):

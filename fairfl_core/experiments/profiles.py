@@ -14,14 +14,15 @@ A paper's tables are :func:`register_experiment` calls in its module under ``fai
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from fairfl_core.experiments.config import ExperimentConfig, apply_overrides, load_config
+from fairfl_core.data import stand_ins
+from fairfl_core.experiments.config import ExperimentConfig, apply_overrides, config_hash, load_config
 
 __all__ = [
     "CONFIG_DIR",
@@ -31,11 +32,15 @@ __all__ = [
     "Method",
     "PaperTable",
     "Profile",
+    "each_variant",
     "experiment_configs",
+    "distinct_configs",
     "get_experiment",
     "get_profile",
     "profile_table",
     "register_experiment",
+    "resolved",
+    "stand_in_profiles",
 ]
 
 CONFIG_DIR = Path(__file__).parent / "configs"
@@ -55,6 +60,7 @@ class Profile:
     eval_every: int
     overrides: tuple[str, ...] = ()
     methods: tuple[Method, ...] | None = None
+    stand_in: tuple[str, Profile] | None = None  # (data set, the profile run where its files are absent)
 
     def __post_init__(self) -> None:
         if self.rounds < 1 or self.eval_every < 1:
@@ -150,13 +156,42 @@ def get_experiment(name: str) -> Experiment:
     return EXPERIMENTS[name]
 
 
+def resolved(profile: Profile) -> Profile:
+    """``profile`` as it runs on this machine: its stand-in's profile where the data set it needs is absent
+    (``data/stand_ins.py``)."""
+    while profile.stand_in is not None and not stand_ins.present(profile.stand_in[0]):
+        profile = profile.stand_in[1]
+    return profile
+
+
+def stand_in_profiles(dataset: str, build: Callable[[], Mapping[str, Profile]]) -> dict[str, Profile]:
+    """The profiles ``build()`` gives with ``dataset`` present, each carrying the one it gives with
+    ``dataset`` absent (its labelled stand-in): the catalogue is the same on every machine, and
+    :func:`get_profile` picks the variant when configs are built."""
+    with stand_ins.assume(dataset, True):
+        real = build()
+    with stand_ins.assume(dataset, False):
+        absent = build()
+    return {name: replace(p, stand_in=(dataset, absent[name])) for name, p in real.items()}
+
+
+def each_variant(profile: Profile, change: Callable[[Profile], Profile]) -> Profile:
+    """``change`` applied to ``profile`` and to the stand-in's profile it carries."""
+    changed = change(profile)
+    if profile.stand_in is None:
+        return changed
+    dataset, absent = profile.stand_in
+    return replace(changed, stand_in=(dataset, each_variant(absent, change)))
+
+
 def get_profile(experiment: str, profile: str) -> Profile:
+    """Profile ``profile`` of ``experiment`` as it runs on this machine (:func:`resolved`)."""
     exp = get_experiment(experiment)
     if profile not in exp.profiles:
         raise ValueError(
             f"unknown profile {profile!r} for experiment {experiment!r}; valid: {list(PROFILES)}"
         )
-    return exp.profiles[profile]
+    return resolved(exp.profiles[profile])
 
 
 def experiment_configs(
@@ -191,6 +226,12 @@ def experiment_configs(
     return expand_sweep(d)
 
 
+def distinct_configs(configs: Mapping[str, Sequence[ExperimentConfig]]) -> list[ExperimentConfig]:
+    """The run configs of several experiments (name → configs), each run once: a run that two tables share
+    (the same config hash) is listed at its first appearance only."""
+    return list({config_hash(c): c for cs in configs.values() for c in cs}.values())
+
+
 def profile_table(experiment: str) -> pd.DataFrame:
     """One row per profile of ``experiment``: rounds, seeds, evaluation interval, overrides, description."""
     exp = get_experiment(experiment)
@@ -204,7 +245,7 @@ def profile_table(experiment: str) -> pd.DataFrame:
                 "overrides": ", ".join(p.overrides) or "-",
                 "description": p.description,
             }
-            for name, p in exp.profiles.items()
+            for name, p in ((n, resolved(q)) for n, q in exp.profiles.items())
         ]
     )
 

@@ -4,11 +4,12 @@ index of a reproduction is :mod:`fairfl_core.report.index`.
 Typical use in a notebook::
 
     runs = load_runs(results_dir, configs)
-    table = results_table(runs, paper=experiment_paper_values(get_experiment("quickstart"), runs))
+    table, paper = paper_table(get_experiment("quickstart"), runs, metrics=("global_acc", "var"))
     save_table(table, output_dir, "fairness_summary")
     save_figure(plot_learning_curves(load_curves(runs)), output_dir, "learning_curves")
 """
 
+from fairfl_core.report.bundle import PAPERS, Paper, get_paper, paper_rows, register_paper
 from fairfl_core.report.claims import PAPER, Claim, check_claims
 from fairfl_core.report.figures import (
     plot_accuracy_vs_fairness,
@@ -22,6 +23,7 @@ from fairfl_core.report.paper import (
     experiment_paper_values,
     load_paper_results,
     missing_reasons,
+    paper_table,
     paper_values,
     with_missing_rows,
 )
@@ -33,16 +35,20 @@ from fairfl_core.report.results import (
     outcome_table,
     with_extra_cost,
 )
+from fairfl_core.report.selection import select_a9
 from fairfl_core.report.tables import aggregate, format_mean_std, results_table, save_table
 
 __all__ = [
     "LEFT_OUT",
     "PAPER",
+    "PAPERS",
     "Claim",
+    "Paper",
     "aggregate",
     "check_claims",
     "experiment_paper_values",
     "format_mean_std",
+    "get_paper",
     "load_client_accuracies",
     "load_curves",
     "load_diagnostics",
@@ -50,11 +56,14 @@ __all__ = [
     "load_runs",
     "missing_reasons",
     "outcome_table",
+    "paper_rows",
+    "paper_table",
     "paper_values",
     "plot_accuracy_vs_fairness",
     "plot_client_accuracy",
     "plot_learning_curves",
     "plot_sweep",
+    "register_paper",
     "results_table",
     "save_figure",
     "save_table",

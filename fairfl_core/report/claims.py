@@ -126,7 +126,11 @@ def _check_one(claim: Claim, agg: pd.DataFrame, paper: pd.DataFrame | None, data
     in_paper, metric = "n/a", claim.metric
     if claim.than != PAPER:
         p_left = paper_cell(paper, claim.method, metric, dataset)
-        p_right = right if reference_name == "constant" else paper_cell(paper, claim.than, metric, dataset)
+        p_right = (
+            paper_cell(paper, claim.than, metric, dataset)
+            if isinstance(claim.than, str)
+            else float(claim.than)
+        )
         in_paper = _paper_verdict(claim, p_left, p_right)
     diff = outcome.difference
     basis = "" if outcome.result == "missing" else "sign (no SE)" if math.isnan(outcome.se) else f"{Z:g}·SE"

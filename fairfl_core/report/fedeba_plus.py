@@ -22,12 +22,14 @@ from fairfl_core.experiments.papers.fedeba_plus_appendix import (
     TABLE13,
     client_optimum_losses,
 )
-from fairfl_core.experiments.profiles import get_experiment
+from fairfl_core.experiments.profiles import Experiment, get_experiment
 from fairfl_core.experiments.store import RunStore, client_accuracy_key
+from fairfl_core.report.bundle import Paper, paper_rows, register_paper
 from fairfl_core.report.claims import PAPER, Claim
-from fairfl_core.report.paper import load_paper_results
+from fairfl_core.report.paper import load_paper_results, printed
 
 __all__ = [
+    "BUNDLE",
     "ablation_claims",
     "annealing_claims",
     "appendix_claims",
@@ -111,16 +113,30 @@ def appendix_claims() -> dict[str, list]:
         ]
 
     in_17, in_18_19 = ("FedAvg", "q-FFL"), ("FedAvg", "q-FFL", "FedMGDA+", "PropFair", "TERM")
+    ours = paper_rows(get_experiment("fedeba_table9_mlp"))  # label -> row below
+    ours_row = next(row for row, label in ours.items() if label == OURS)
+
+    def table9(method: str, metric: str) -> str:
+        return f"{printed('fedeba_plus', 'Table 9', 'CIFAR-10', method, metric)[0]:.2f}"
+
+    def change(metric: str) -> str:
+        return f"Table 9 ({table9('FedAvg', metric)} → {table9(ours_row, metric)})"
+
     return {
         "Table 9": [
-            *beats("std", "lower client-accuracy std", TABLE9, "Table 9 and App. M text (8.10 lowest)"),
+            *beats(
+                "std",
+                "lower client-accuracy std",
+                TABLE9,
+                f"Table 9 and App. M text ({table9(ours_row, 'std')} lowest)",
+            ),
             Claim(
                 "FedEBA+ raises the worst-5% accuracy over FedAvg",
                 "worst5",
                 OURS,
                 ">",
                 "FedAvg",
-                source="Table 9 (19.84 → 40.07)",
+                source=change("worst5"),
             ),
             Claim(
                 "FedEBA+ has no lower global accuracy than FedAvg",
@@ -128,7 +144,7 @@ def appendix_claims() -> dict[str, list]:
                 OURS,
                 ">=",
                 "FedAvg",
-                source="Table 9 (46.85 → 54.43)",
+                source=change("global_acc"),
             ),
         ],
         "Table 10": [
@@ -152,14 +168,32 @@ def appendix_claims() -> dict[str, list]:
     }
 
 
-def table1_claims(ours: str = "FedEBA+", prac: str = "Prac-FedEBA+ (θ=15°)") -> list[Claim]:
+def table1_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
     """Table 1's claims (FedEBA+ §5.2) on the labels of ``fedeba_table1_fmnist``: FedEBA+ against FedAvg and
-    every baseline, Prac-FedEBA+ against FedAvg, and FedEBA+'s own row against the paper's numbers."""
+    every baseline, Prac-FedEBA+ against FedAvg, and FedEBA+'s own row against the paper's numbers (cited in
+    ``source`` from ``paper_results/fedeba_plus.csv``, Fashion-MNIST; CIFAR-10)."""
+    row = paper_rows(get_experiment("fedeba_table1_fmnist"))
+    ours, prac = row["FedEBA+"], row["Prac-FedEBA+"]
     baselines = [
         m.label
         for m in get_experiment("fedeba_table1_fmnist").method_list()
         if m.label not in (ours, "FedAvg")
     ]
+    printed = load_paper_results("fedeba_plus").query("table == 'Table 1'")
+    value = printed.set_index(["dataset", "method", "metric"])["value"]
+    spread = printed.set_index(["dataset", "method", "metric"])["std"]
+    columns = ("FashionMNIST", "CIFAR-10")
+
+    def change(metric: str, names: tuple[str, str] = ("", "")) -> str:
+        return "; ".join(
+            f"{n}{value[c, 'FedAvg', metric]:.2f} → {value[c, 'FedEBA+', metric]:.2f}"
+            for n, c in zip(names, columns, strict=True)
+        )
+
+    def prac_cells(metric: str) -> str:
+        return "; ".join(f"{value[c, 'Prac-FedEBA+', metric]:.2f}" for c in columns)
+
+    stds = ", ".join(f"± {spread[c, 'FedEBA+', 'var']:.2f}" for c in columns)
     return [
         Claim(
             "FedEBA+ has a lower client-accuracy variance than FedAvg",
@@ -167,7 +201,7 @@ def table1_claims(ours: str = "FedEBA+", prac: str = "Prac-FedEBA+ (θ=15°)") -
             ours,
             "<",
             "FedAvg",
-            source="Table 1 (FMNIST 62.44 → 43.41; CIFAR-10 103.83 → 68.71)",
+            source=f"Table 1 ({change('var', ('FMNIST ', 'CIFAR-10 '))})",
         ),
         Claim(
             "FedEBA+ has no lower global accuracy than FedAvg",
@@ -175,7 +209,7 @@ def table1_claims(ours: str = "FedEBA+", prac: str = "Prac-FedEBA+ (θ=15°)") -
             ours,
             ">=",
             "FedAvg",
-            source="Table 1 (FMNIST 86.49 → 87.50; CIFAR-10 67.79 → 72.75)",
+            source=f"Table 1 ({change('global_acc', ('FMNIST ', 'CIFAR-10 '))})",
         ),
         Claim(
             "FedEBA+ raises the worst-5% accuracy over FedAvg",
@@ -183,7 +217,7 @@ def table1_claims(ours: str = "FedEBA+", prac: str = "Prac-FedEBA+ (θ=15°)") -
             ours,
             ">",
             "FedAvg",
-            source="Table 1 (71.27 → 72.07; 45.00 → 55.80)",
+            source=f"Table 1 ({change('worst5')})",
         ),
         Claim(
             "FedEBA+ does not lower the best-5% accuracy",
@@ -191,9 +225,9 @@ def table1_claims(ours: str = "FedEBA+", prac: str = "Prac-FedEBA+ (θ=15°)") -
             ours,
             ">=",
             "FedAvg",
-            source="Table 1 (95.84 → 95.91; 85.13 → 86.93)",
+            source=f"Table 1 ({change('best5')})",
         ),
-        *fairer_than_fedavg([prac], "Table 1 (46.41; 74.16 and 86.62; 69.83)"),
+        *fairer_than_fedavg([prac], f"Table 1 ({prac_cells('var')} and {prac_cells('global_acc')})"),
         *(
             Claim(f"FedEBA+ has a lower variance than {b}", "var", ours, "<", b, source="Table 1, C4")
             for b in baselines
@@ -225,13 +259,19 @@ def table1_claims(ours: str = "FedEBA+", prac: str = "Prac-FedEBA+ (θ=15°)") -
             "≈",
             PAPER,
             tolerance=8.8,
-            source="Table 1, row FedEBA+ (± 4.34, ± 4.39)",
+            source=f"Table 1, row FedEBA+ ({stds})",
         ),
     ]
 
 
-def theta_claims(theta: list[str]) -> list[Claim]:
-    """Table 3's claims on the runs labelled ``theta`` (FedEBA+ at increasing fair angles θ)."""
+def _fedeba_plus_labels(experiment: Experiment) -> list[str]:
+    """The labels of the experiment's FedEBA+ runs, in its order."""
+    return [m.label for m in experiment.method_list() if m.algorithm == "fedeba+"]
+
+
+def theta_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
+    """Table 3's claims on FedEBA+ at increasing fair angles θ."""
+    theta = _fedeba_plus_labels(experiment)
     return [
         *(
             Claim(
@@ -261,8 +301,10 @@ def theta_claims(theta: list[str]) -> list[Claim]:
     ]
 
 
-def ablation_claims(one: str, two: str, both: str) -> list[Claim]:
-    """Table 15's claims: EBA aggregation alone (``one``), the alignment alone (``two``) and both."""
+def ablation_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
+    """Table 15's claims: EBA aggregation alone (①), the alignment alone (②) and both."""
+    row = paper_rows(experiment)
+    one, two, both = row["FedAvg+①"], row["FedAvg+②"], row["FedAvg+①+②"]
     return [
         Claim(
             "EBA aggregation (①) lowers the variance of FedAvg", "var", one, "<", "FedAvg", source="Table 15"
@@ -292,10 +334,10 @@ def ablation_claims(one: str, two: str, both: str) -> list[Claim]:
     ]
 
 
-def sensitivity_claims(variants: list[str]) -> list[Claim]:
+def sensitivity_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
     """Tables 7 and 16's claims on the (α, τ) variants of FedEBA+."""
     return [
-        *fairer_than_fedavg(variants, "Table 16 (C9)"),
+        *fairer_than_fedavg(_fedeba_plus_labels(experiment), "Table 16 (C9)"),
         Claim(
             "a larger α lowers the variance (α=0.9 vs α=0)",
             "var",
@@ -315,8 +357,11 @@ def sensitivity_claims(variants: list[str]) -> list[Claim]:
     ]
 
 
-def annealing_claims(constant: str, annealed: list[str]) -> list[Claim]:
+def annealing_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
     """Fig. 9's claims: each annealing schedule of τ against a constant τ."""
+    methods = [m for m in experiment.method_list() if m.algorithm == "fedeba+"]
+    (constant,) = [m.label for m in methods if "tau_schedule" not in m.params]
+    annealed = [m.label for m in methods if "tau_schedule" in m.params]
     return [
         Claim(f"{a} has a lower variance than a constant τ", "var", a, "<", constant, source="Fig. 9 (C17)")
         for a in annealed
@@ -334,7 +379,7 @@ def annealing_claims(constant: str, annealed: list[str]) -> list[Claim]:
     ]
 
 
-def dirichlet_claims() -> list[Claim]:
+def dirichlet_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
     """Fig. 14's claims under Dirichlet label skew."""
     return fairer_than_fedavg(["FedEBA+"], "Fig. 14 (C13)")
 
@@ -415,3 +460,20 @@ def figure1_claims(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         [{"claim": c, "value": v, "paper": p, "result": "pass" if ok else "fail"} for c, v, p, ok in claims]
     )
+
+
+BUNDLE = register_paper(
+    Paper(
+        "fedeba_plus",
+        ("fedeba_table1_fmnist", "fedeba_table1_cifar10"),
+        claim_builders={
+            "fedeba_table1_": table1_claims,
+            "fedeba_table3_theta": theta_claims,
+            "fedeba_table15_ablation": ablation_claims,
+            "fedeba_table16_sensitivity": sensitivity_claims,
+            "fedeba_fig9_annealing": annealing_claims,
+            "fedeba_fig14_dirichlet": dirichlet_claims,
+        },
+        readings_heading="FedEBA+",
+    )
+)

@@ -128,6 +128,14 @@ def _suptitle(fig: Figure, title: str, note: str = "") -> None:
     fig.suptitle("\n".join([title, *lines]))
 
 
+def _over_seeds(df: pd.DataFrame, hue: str) -> str:
+    """How a line or point summarises its runs: "mean ± std over seeds", or "one seed" when no method and
+    dataset has two."""
+    if "seed" in df and df.groupby([hue, "dataset"], sort=False)["seed"].nunique().max() < 2:
+        return "one seed"
+    return "mean ± std over seeds"
+
+
 def _require(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
     missing = [c for c in columns if c not in df]
     if missing:
@@ -164,7 +172,7 @@ def plot_learning_curves(
         ax.set_ylabel(_label(metric))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     _legend_below(fig, axes[-1], hue)
-    _suptitle(fig, _title(curves, "learning curves (mean ± std over seeds)"), note)
+    _suptitle(fig, _title(curves, f"learning curves ({_over_seeds(curves, hue)})"), note)
     return fig
 
 
@@ -205,16 +213,41 @@ def plot_client_accuracy(clients: pd.DataFrame, hue: str = "method") -> Figure:
     return fig
 
 
+def _at_chance(
+    runs: pd.DataFrame, x: str, y: str, hue: str, chance: float | None
+) -> tuple[pd.DataFrame, str]:
+    """``runs`` without the methods whose mean ``y`` is within 1 point of ``chance`` (they would squash the
+    compared methods into a corner), and a line naming them with their means."""
+    if chance is None:
+        return runs, ""
+    means = runs.groupby(hue, sort=False)[[x, y]].mean()
+    low = means[means[y] <= chance + 1.0]
+    if low.empty or len(low) == len(means):
+        return runs, ""
+    short = {m: _label(m).split(" (")[0] for m in (x, y)}
+    named = "; ".join(
+        f"{level} ({short[y]} {r[y]:.1f}, {short[x]} {r[x]:.0f})" for level, r in low.iterrows()
+    )
+    return runs[~runs[hue].isin(low.index)], f"at chance ({chance:g} %), not drawn: {named}"
+
+
 def plot_accuracy_vs_fairness(
-    runs: pd.DataFrame, x: str = "var", y: str = "global_acc", hue: str = "method"
+    runs: pd.DataFrame,
+    x: str = "var",
+    y: str = "global_acc",
+    hue: str = "method",
+    chance: float | None = None,
 ) -> Figure:
     """Accuracy against a dispersion metric: one faint point per run, the mean per method with ± std bars;
-    each method has its own colour and marker, named in a legend right of the panel."""
+    each method has its own colour and marker, named in a legend right of the panel. With ``chance`` (the
+    accuracy of guessing, in %), methods within 1 point of it are named under the title instead of drawn,
+    so that the axes stay on the methods compared."""
     _require(runs, [x, y, "dataset", hue], "plot_accuracy_vs_fairness")
     trained, note = _trained(runs, hue)
     if trained.empty:
         return _all_diverged(runs, "accuracy vs fairness", note)
-    runs = trained
+    runs, at_chance = _at_chance(trained, x, y, hue, chance)
+    note = " ".join(n for n in (note, at_chance) if n)
     palette = _palette(runs, hue)
     markers = {level: _MARKERS[i % len(_MARKERS)] for i, level in enumerate(palette)}
     legend_width = 0.6 + _CHAR_IN * max(len(str(level)) for level in palette)
@@ -248,7 +281,7 @@ def plot_accuracy_vs_fairness(
     fairer = x in ("var", "std", "cv", "loss_var")
     ax.set_xlabel(f"{_label(x)}, lower is fairer" if fairer else _label(x))
     ax.set_ylabel(_label(y))
-    _suptitle(fig, _title(runs, "accuracy vs fairness"), note)
+    _suptitle(fig, _title(runs, f"accuracy vs fairness ({_over_seeds(runs, hue)})"), note)
     return fig
 
 
@@ -286,7 +319,8 @@ def plot_sweep(
         ax.set_xlabel(param.removeprefix("config."))
         ax.set_ylabel(_label(metric))
     _legend_below(fig, axes[-1], hue)
-    _suptitle(fig, _title(runs, f"sweep over {param.removeprefix('config.')} (mean ± std over seeds)"), note)
+    what = f"sweep over {param.removeprefix('config.')} ({_over_seeds(runs, hue)})"
+    _suptitle(fig, _title(runs, what), note)
     return fig
 
 

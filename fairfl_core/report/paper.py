@@ -10,20 +10,24 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
-from fairfl_core.experiments.profiles import Experiment
-from fairfl_core.report.tables import METRIC_LABELS, format_mean_std
+from fairfl_core.experiments.profiles import Experiment, PaperTable
+from fairfl_core.report.tables import METRIC_LABELS, format_mean_std, results_table
 
 __all__ = [
     "LEFT_OUT",
     "PAPER_COLUMNS",
     "PAPER_RESULTS_DIR",
+    "PaperTableResult",
     "experiment_paper_values",
     "load_paper_results",
     "missing_reasons",
     "paper_cell",
+    "paper_table",
+    "printed",
     "paper_values",
     "with_missing_rows",
 ]
@@ -68,6 +72,18 @@ def load_paper_results(paper: str, directory: str | Path = PAPER_RESULTS_DIR) ->
             f"{path}: the same cell is listed twice: {dup[key].drop_duplicates().values.tolist()}"
         )
     return df
+
+
+def printed(paper: str, table: str, dataset: str, method: str, metric: str) -> tuple[float, float]:
+    """One printed cell of ``paper_results/<paper>.csv``: (value, std; NaN where it prints none); a clear
+    error when the paper prints no such cell."""
+    v = load_paper_results(paper)
+    hit = v[
+        (v["table"] == table) & (v["dataset"] == dataset) & (v["method"] == method) & (v["metric"] == metric)
+    ]
+    if hit.empty:
+        raise KeyError(f"{paper}.csv prints no {table} / {dataset} / {method} / {metric}")
+    return float(hit["value"].iloc[0]), float(hit["std"].iloc[0])
 
 
 def experiment_paper_values(
@@ -116,11 +132,18 @@ def experiment_paper_values(
 def paper_values(experiment: Experiment, runs: pd.DataFrame, tables: tuple[str, ...]) -> pd.DataFrame:
     """The paper numbers of ``experiment``'s runs from several tables (first table wins for a cell printed
     twice), e.g. Table 16 with Table 7's α = 0, 0.5, 0.9 rows."""
+    cited = _cited(experiment)
     parts = [
-        experiment_paper_values(replace(experiment, paper=replace(experiment.paper, table=t)), runs)
-        for t in tables
+        experiment_paper_values(replace(experiment, paper=replace(cited, table=t)), runs) for t in tables
     ]
     return pd.concat(parts, ignore_index=True).drop_duplicates(["dataset", "method", "metric"])
+
+
+def _cited(experiment: Experiment) -> PaperTable:
+    """The paper table ``experiment`` reproduces; a clear error when it cites none."""
+    if experiment.paper is None:
+        raise ValueError(f"experiment {experiment.name!r} cites no paper table (Experiment.paper is None)")
+    return experiment.paper
 
 
 LEFT_OUT = "not run: left out at this profile (see its description), run at paper"
@@ -159,16 +182,15 @@ def with_missing_rows(
     reason's first words in every reproduced column and the reason in ``note``. The row is named by the
     method's label when the experiment has one for that paper row. Rows are never silently dropped: the
     methods the paper compares but we do not run (``NOT_IMPLEMENTED``, appendix-specific reasons) get one."""
-    values = load_paper_results(experiment.paper.paper)
-    values = values[values["table"] == (paper_table or experiment.paper.table)]
+    cited = _cited(experiment)
+    values = load_paper_results(cited.paper)
+    values = values[values["table"] == (paper_table or cited.table)]
     labels = {m.paper_row: m.label for m in experiment.method_list() if m.paper_row}
     reproduced = [c.removesuffix(" reproduced") for c in table if c.endswith(" reproduced")]
     metric_of = {METRIC_LABELS.get(m, m): m for m in set(values["metric"]) | set(METRIC_LABELS)}
     rows = []
     for data, stand_in, label in runs[["data", "stand_in", "dataset"]].drop_duplicates().itertuples(False):
-        paper_dataset = (
-            stand_in if isinstance(stand_in, str) and stand_in else experiment.paper.datasets[data]
-        )
+        paper_dataset = stand_in if isinstance(stand_in, str) and stand_in else cited.datasets[data]
         here = values[values["dataset"] == paper_dataset]
         for row_name, reason in reasons.items():
             row = {"dataset": label, "method": labels.get(row_name, row_name), "seeds": 0, "note": reason}
@@ -180,6 +202,45 @@ def with_missing_rows(
                     row[f"{column} paper"] = format_mean_std(value, std, decimals)
             rows.append(row)
     return pd.concat([table.assign(note=""), pd.DataFrame(rows)], ignore_index=True).fillna("")
+
+
+class PaperTableResult(NamedTuple):
+    """What :func:`paper_table` returns: the display ``table`` and the ``paper`` values it was built from (the
+    ``experiment_paper_values`` frame that :func:`~fairfl_core.report.claims.check_claims` takes)."""
+
+    table: pd.DataFrame
+    paper: pd.DataFrame
+
+
+def paper_table(
+    experiment: Experiment,
+    runs: pd.DataFrame,
+    metrics: Iterable[str],
+    *,
+    table: str | None = None,
+    extra: Mapping[str, str] | None = None,
+    failed: Mapping[str, str] | None = None,
+    left_out: str = LEFT_OUT,
+    decimals: int = 2,
+    columns: Mapping[str, Mapping[str, str]] | None = None,
+) -> PaperTableResult:
+    """A paper's table reproduced: ``runs``' mean ± std of ``metrics`` beside the paper's numbers of ``table``
+    (default: the experiment's), then one row per paper row without a number (``extra``: paper row → reason,
+    e.g. not implemented; ``failed``: method → error; the experiment's other methods: ``left_out``); an
+    experiment that cites no paper table gets the reproduced rows only. ``columns`` adds columns before the
+    missing rows: name → {method label: cell} ("" for other methods)."""
+    paper = (
+        experiment_paper_values(experiment, runs)
+        if table is None
+        else paper_values(experiment, runs, (table,))
+    )
+    result = results_table(runs, metrics=metrics, paper=paper, decimals=decimals)
+    for name, cells in (columns or {}).items():
+        result[name] = [cells.get(m, "") for m in result["method"]]
+    if experiment.paper is None:
+        return PaperTableResult(result, paper)
+    reasons = missing_reasons(experiment, runs["method"], failed, extra, left_out)
+    return PaperTableResult(with_missing_rows(result, runs, experiment, reasons, table, decimals), paper)
 
 
 def paper_cell(

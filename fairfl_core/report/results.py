@@ -61,6 +61,8 @@ def _judged(summary: dict[str, Any], models: str, path: Path) -> dict[str, Any]:
 def _run_row(path: Path, label: str | None, models: str = "own") -> dict[str, Any]:
     store = RunStore(path)
     summary, config = store.summary(), store.config()
+    if summary is None:
+        raise FileNotFoundError(f"run {path} has no readable summary.json; run its experiment to finish it")
     config.setdefault("eval", {})["models"] = models
     summary = _judged(summary, models, path)
     data = config["data"]
@@ -97,7 +99,9 @@ def load_runs(results_dir: str | Path, configs: Iterable[ExperimentConfig] | Non
     if configs is None:
         # a corrupt summary.json is left out with a warning naming it (running the experiment recomputes it)
         found = sorted(results_dir.glob("*/summary.json"))
-        paths = [(f.parent, None, "own") for f in found if RunStore(f.parent).summary() is not None]
+        paths: list[tuple[Path, str | None, str]] = [
+            (f.parent, None, "own") for f in found if RunStore(f.parent).summary() is not None
+        ]
         if not paths:
             raise FileNotFoundError(
                 f"no finished runs under {results_dir} (each run writes <hash>/summary.json)"

@@ -13,11 +13,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from fairfl_core.experiments.papers import submodular_selection as experiments
+from fairfl_core.experiments.profiles import Experiment
 from fairfl_core.experiments.store import RunStore
+from fairfl_core.report.bundle import Paper, paper_rows, register_paper
 from fairfl_core.report.claims import Claim
 from fairfl_core.report.paper import load_paper_results
 
 __all__ = [
+    "BUNDLE",
     "Calibration",
     "calibrate",
     "lambda_claims",
@@ -79,8 +83,11 @@ def selection_agreement(runs: pd.DataFrame, reference: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def table1_claims(subtrunc: str, unionfl: str, others: dict[str, str]) -> list[Claim]:
-    """C1–C3 of §V on Table I's labels: ``others`` maps DivFL, Random and Power-of-Choice to their labels."""
+def table1_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
+    """C1–C3 of §V on Table I: SubTrunc and UnionFL against DivFL, Random and Power-of-Choice."""
+    row = paper_rows(experiment)
+    subtrunc, unionfl = row["SubTrunc"], row["UnionFL"]
+    others = {name: row[name] for name in ("DivFL", "Random", "Power-of-Choice")}
     claims = [
         Claim(
             f"SubTrunc has a lower client dissimilarity than {name}",
@@ -118,8 +125,15 @@ def table1_claims(subtrunc: str, unionfl: str, others: dict[str, str]) -> list[C
     return claims
 
 
-def lambda_claims(smallest: str, largest: str) -> list[Claim]:
-    """C6: a larger λ lowers the client dissimilarity."""
+def _extremes(experiment: Experiment, param: str) -> tuple[str, str]:
+    """The labels of the smallest and the largest value of ``param`` among the experiment's methods."""
+    methods = sorted(experiment.method_list(), key=lambda m: m.params[param])
+    return methods[0].label, methods[-1].label
+
+
+def lambda_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
+    """C6 (Table II): a larger λ lowers the client dissimilarity."""
+    smallest, largest = _extremes(experiment, "lam")
     return [
         Claim(
             "a larger λ lowers the client dissimilarity", "std", largest, "<", smallest, source="Table II, C6"
@@ -127,8 +141,9 @@ def lambda_claims(smallest: str, largest: str) -> list[Claim]:
     ]
 
 
-def window_claims(shortest: str, longest: str) -> list[Claim]:
-    """C8: a longer UnionFL window raises the accuracy and lowers the dissimilarity."""
+def window_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
+    """C8 (Table III): a longer UnionFL window raises the accuracy and lowers the dissimilarity."""
+    shortest, longest = _extremes(experiment, "window")
     return [
         Claim(
             "a longer window raises the accuracy",
@@ -144,15 +159,16 @@ def window_claims(shortest: str, longest: str) -> list[Claim]:
     ]
 
 
-def phi_claims(identity: str, log1p: str) -> list[Claim]:
-    """C9: φ = identity gives a lower dissimilarity than ln(1 + x)."""
+def phi_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
+    """C9 (Table IV): φ = identity gives a lower dissimilarity than ln(1 + x)."""
+    row = paper_rows(experiment)
     return [
         Claim(
             "φ = identity lowers the dissimilarity against ln(1+x)",
             "std",
-            identity,
+            row["Identity"],
             "<",
-            log1p,
+            row["ln(1+x)"],
             source="Table IV, C9",
         )
     ]
@@ -206,3 +222,32 @@ def calibrate(
     return Calibration(
         k, float(best["lr"]), float(best["global_acc"]), target, bool(best["gap"] <= tol), mean
     )
+
+
+BUNDLE = register_paper(
+    Paper(
+        "submodular_selection",
+        tuple(f"submodular_table{i}_{key}" for key in experiments.COLUMNS.values() for i in range(1, 5)),
+        left_out={
+            "quick": {
+                f"submodular_table{i}_{key}": "not run at quick (2 CPU cores): run at paper"
+                for key in experiments.COLUMNS.values()
+                for i in range(1, 5)
+                if f"submodular_table{i}_{key}" not in experiments.QUICK
+            },
+            "smoke": {
+                f"submodular_table{i}_cifar10": (
+                    "not run at smoke (the MNIST column checks the same code): run at paper"
+                )
+                for i in range(1, 5)
+            },
+        },
+        claim_builders={
+            "submodular_table1_": table1_claims,
+            "submodular_table2_": lambda_claims,
+            "submodular_table3_": window_claims,
+            "submodular_table4_": phi_claims,
+        },
+        readings_heading="SubTrunc and UnionFL",
+    )
+)

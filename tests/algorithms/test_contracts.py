@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from fairfl_core.algorithms import ALGORITHMS, build_algorithm
+from fairfl_core.algorithms.base import FederatedAlgorithm
 from fairfl_core.sim.faults import FaultConfig
 from tests.algorithms.conftest import run_rounds, short_run, tiny_sim
 
@@ -120,3 +121,18 @@ def test_short_real_run_improves(name):
     params, train = REAL.get(name, ({}, {}))
     before, after = short_run(name, params, rounds=8, **train)
     assert after > before + 0.2, f"{name}: mean client accuracy {before:.3f} → {after:.3f}"
+
+
+def _depth(cls: type) -> int:
+    """Levels between ``cls`` and ``FederatedAlgorithm`` (FedAvg: 1), along its longest path."""
+    if cls is FederatedAlgorithm:
+        return 0
+    return 1 + max(_depth(b) for b in cls.__bases__ if issubclass(b, FederatedAlgorithm))
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_inheritance_is_at_most_three_levels_below_the_contract(name):
+    chain = [c.__name__ for c in ALGORITHMS[name].__mro__ if issubclass(c, FederatedAlgorithm)]
+    assert _depth(ALGORITHMS[name]) <= 3, (
+        f"{name}: {' → '.join(chain)}; compose helpers or Hyper groups instead"
+    )

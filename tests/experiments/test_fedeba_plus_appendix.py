@@ -13,7 +13,7 @@ import torch
 from fairfl_core import metrics, report  # report first: it loads the experiment catalogue
 from fairfl_core.experiments.papers import fedeba_plus as fe
 from fairfl_core.experiments.papers import fedeba_plus_appendix as fa
-from fairfl_core.experiments.profiles import experiment_configs, get_experiment
+from fairfl_core.experiments.profiles import experiment_configs, get_experiment, get_profile
 from fairfl_core.experiments.runner import run_data, run_experiment
 from fairfl_core.models import build_model
 from fairfl_core.report import fedeba_plus as rf
@@ -86,16 +86,15 @@ def test_label_noise_only_in_table13_and_quick_profiles_are_short():
 
 def test_table9_uses_the_mlp_on_the_stand_in_or_on_real_cifar10(monkeypatch, tmp_path):
     monkeypatch.setenv("FAIRFL_DATA", str(tmp_path))
-    overrides, what = fa._table9_data()
-    assert overrides == ("data.name=fashion_mnist", "data.stand_in=CIFAR-10", "model.name=mlp")
-    assert what.startswith("stand-in")
+    cfg = experiment_configs("fedeba_table9_mlp", "quick")[0]
+    assert (cfg.model.name, cfg.model.options, cfg.data.stand_in) == ("mlp", {}, "CIFAR-10")
+    assert get_profile("fedeba_table9_mlp", "quick").description.startswith("stand-in")
     folder = tmp_path / "cifar-10-batches-py"
     folder.mkdir()
     for f in [*(f"data_batch_{i}" for i in range(1, 6)), "test_batch"]:
         (folder / f).write_bytes(b"")
-    assert fa._table9_data() == (("model.name=mlp_cifar10",), "")
-    cfg = experiment_configs("fedeba_table9_mlp", "quick")[0]  # registered at import: the stand-in here
-    assert (cfg.model.name, cfg.model.options, cfg.data.stand_in) == ("mlp", {}, "CIFAR-10")
+    cfg = experiment_configs("fedeba_table9_mlp", "quick")[0]  # resolved when the configs are built
+    assert (cfg.model.name, cfg.data.name, cfg.data.stand_in) == ("mlp_cifar10", "cifar10", None)
 
 
 def test_subset_rejects_unknown_labels():

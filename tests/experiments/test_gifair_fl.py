@@ -143,8 +143,14 @@ def test_gap_table_recomputes_the_papers_discrepancy_from_its_rows():
 def test_group_claims_take_the_worst_group_from_fedavg():
     exp = get_experiment("gifair_table6_shakespeare_gender")
     m = G.method_labels(exp)
-    agg = _agg({label: {"group_acc_0": 40.0, "group_acc_1": 70.0, "group_gap": 30.0} for label in m.values()})
-    claims = G.checklist_claims(exp, agg)
+    runs = pd.DataFrame(
+        [
+            {"dataset": "d", "data": "x", "stand_in": None, "method": label, "status": "finished"}
+            | {"group_acc_0": 40.0, "group_acc_1": 70.0, "group_gap": 30.0}
+            for label in m.values()
+        ]
+    )
+    claims = G.checklist_claims(exp, runs)
     worst = {c.metric for c in claims if c.text.startswith("C8")}
     best = {c.metric for c in claims if c.text.startswith("C9")}
     assert worst == {"group_acc_0"} and best == {"group_acc_1"}

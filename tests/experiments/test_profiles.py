@@ -6,6 +6,7 @@ from fairfl_core.experiments.profiles import (
     Experiment,
     Method,
     Profile,
+    distinct_configs,
     experiment_configs,
     get_experiment,
     profile_table,
@@ -136,3 +137,8 @@ def test_method_overrides_apply_to_its_own_runs_only_and_leave_the_others_hashes
     assert fedavg.train.lr == without[0].train.lr != 0.02 and fedavg_slow.train.lr == 0.02
     assert config_hash(fedavg) == config_hash(without[0]) != config_hash(fedavg_slow)
     assert fedavg_slow.name == "FedAvg (lr 0.02)"
+
+
+def test_distinct_configs_lists_a_run_two_tables_share_once():
+    seed0, seed1 = (experiment_configs("quickstart", "smoke", seeds=[s]) for s in (0, 1))
+    assert distinct_configs({"a": seed0, "b": [*seed0, *seed1]}) == [*seed0, *seed1]

@@ -48,15 +48,6 @@ def test_shared_rows_are_one_run_and_the_constants_are_the_papers():
     assert cifar["Random"].model.name == "lenet5_cifar10" and cifar["Random"].train.rounds == 200
 
 
-def test_the_plan_covers_every_table_and_says_why(monkeypatch, tmp_path):
-    for profile in ("smoke", "quick", "paper"):
-        run, skipped = E.planned(profile)
-        assert set(run) | set(skipped) == set(NAMES) and all(
-            w.startswith("not run") for w in skipped.values()
-        )
-    assert E.planned("quick")[0] == list(E.QUICK) and E.planned("paper")[1] == {}
-
-
 @pytest.mark.parametrize("column", ["MNIST", "CIFAR-10"])
 def test_calibration_runs_random_over_the_lr_grid_to_the_largest_k(column):
     name = f"submodular_calibration_{E.COLUMNS[column]}"

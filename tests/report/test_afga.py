@@ -1,22 +1,13 @@
 """AFGA's table metrics (Acc. over the last 5 evaluations, R#, Table 7's hours) and claims, by hand."""
 
 import json
-import math
 
 import pandas as pd
 import pytest
 
+from fairfl_core.experiments.profiles import get_experiment
 from fairfl_core.gossip import CommCostModel
 from fairfl_core.report import afga as R
-
-
-def test_last_accuracy_and_first_round_at_target():
-    assert R.last_accuracy([10, 20, 30, 40, 50, 60, 70]) == 50  # (30 + … + 70) / 5
-    assert R.last_accuracy([40, 60]) == 50
-    assert R.first_round_at([5, 10, 15], [70.0, 78.0, 77.0], 78.0) == 10  # a transient peak counts
-    assert math.isnan(R.first_round_at([5, 10], [70.0, 77.9], 78.0))
-    with pytest.raises(ValueError, match="at least one evaluation"):
-        R.last_accuracy([])
 
 
 def _run(tmp_path, name, accuracies, algorithm, seed=0, steps=24):
@@ -69,11 +60,14 @@ def test_table7_hours_reproduce_the_papers_cells_from_its_rounds(tmp_path):
     assert hours["hours_to_80"].isna().all()  # never reached
     claim = R.table7_claims(hours.reset_index())
     assert claim["result"].iloc[0] == "holds"
+    assert claim["paper"].iloc[0] == "holds (172.42 h vs 194.0 h, Table 7)"  # from paper_results/afga.csv
 
 
-def test_topology_claims_compare_consecutive_gaps_of_one_algorithm():
-    claims = R.topology_claims(["AFGA, ρ=0", "AFGA, ρ=0.995", "CAFGA, ρ=0", "CAFGA, ρ=0.873"])
+def test_topology_claims_compare_consecutive_gaps_of_one_algorithm_among_the_methods_run():
+    experiment = get_experiment("afga_fig1_topology")
+    ran = ["AFGA, ρ=0 (complete)", "AFGA, ρ=0.995 (ring)", "CAFGA, ρ=0 (complete)", "CAFGA, ρ=0.873 (ring)"]
+    claims = R.topology_claims(experiment, pd.DataFrame({"method": ran}))
     assert [(c.method, c.than) for c in claims] == [
-        ("AFGA, ρ=0", "AFGA, ρ=0.995"),
-        ("CAFGA, ρ=0", "CAFGA, ρ=0.873"),
+        ("AFGA, ρ=0 (complete)", "AFGA, ρ=0.995 (ring)"),
+        ("CAFGA, ρ=0 (complete)", "CAFGA, ρ=0.873 (ring)"),
     ]

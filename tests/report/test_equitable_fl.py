@@ -9,9 +9,12 @@ import pytest
 
 from fairfl_core import metrics
 from fairfl_core.experiments.config import config_hash
+from fairfl_core.experiments.profiles import get_experiment
 from fairfl_core.experiments.store import RunStore
 from fairfl_core.report import equitable_fl as R
+from fairfl_core.report.claims import check_claims
 from fairfl_core.report.results import load_runs
+from fairfl_core.report.tables import aggregate
 from tests.report.conftest import make_config
 
 LOSS = [0.2, 0.6, 1.0, 1.4]
@@ -110,7 +113,9 @@ def test_headline_and_claims_compare_with_fedprox(tmp_path):
         0
     ]
     assert worse["lower σ_Acc"] == "fails"
-    claims = R.claims_table(runs)
+    experiment = get_experiment("equitable_table2_mnist")
+    metrics = ("global_acc", "sigma_acc", "cd_cma", "nmi_mean")
+    claims = check_claims(R.BUNDLE.claims(experiment, runs), aggregate(runs, metrics))
     c1 = claims[claims["claim"] == "C1: Equitable-FL has a lower σ_Acc than FedProx"].iloc[0]
     assert c1["result"] == "holds" and c1["value"] == pytest.approx(2.5)
     assert (claims[claims["claim"].str.contains("Cluster2")]["result"] == "missing").all()

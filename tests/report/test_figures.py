@@ -109,7 +109,22 @@ def test_accuracy_vs_fairness_marks_each_method_mean(runs, tmp_path):
     ax = fig.axes[0]
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("Var. (%²), lower is fairer", "Global Acc. (%)")
     assert sorted(_legend_clear_of_panels(fig)) == ["FedAvg", "FedProx"]
-    assert _saved(fig, tmp_path, "scatter") == f"{STAND_IN}: accuracy vs fairness"
+    assert _saved(fig, tmp_path, "scatter") == f"{STAND_IN}: accuracy vs fairness (mean ± std over seeds)"
+
+
+def test_a_method_at_chance_is_named_under_the_title_not_drawn(runs):
+    low = runs.assign(global_acc=runs["global_acc"].where(runs["method"] != "FedAvg", 10.5))
+    fig = plot_accuracy_vs_fairness(low, chance=10.0)
+    assert [c.get_label() for c in fig.axes[0].containers] == ["FedProx"]  # the axes hold the compared ones
+    title = " ".join(fig.get_suptitle().split())
+    assert title.endswith("at chance (10 %), not drawn: FedAvg (Global Acc. 10.5, Var. 350)")
+    assert len(plot_accuracy_vs_fairness(low).axes[0].containers) == 2  # without ``chance``: every method
+
+
+def test_curves_of_one_seed_do_not_claim_a_spread_over_seeds(runs):
+    one = load_curves(runs[runs["seed"] == 0])
+    assert plot_learning_curves(one).get_suptitle().endswith("learning curves (one seed)")
+    assert "mean ± std over seeds" in plot_learning_curves(load_curves(runs)).get_suptitle()
 
 
 def test_sweep_plot_over_a_config_column(runs, tmp_path):

@@ -9,8 +9,11 @@ from fairfl_core.report.paper import (
     experiment_paper_values,
     load_paper_results,
     missing_reasons,
+    paper_table,
+    with_missing_rows,
 )
 from fairfl_core.report.results import load_runs
+from fairfl_core.report.tables import results_table
 from tests.report.conftest import two_method_results
 
 ROWS = [
@@ -116,3 +119,20 @@ def test_missing_reasons_say_why_a_paper_row_was_not_run():
     subset = missing_reasons(exp, [], left_out="not run: left out of this notebook run", extra={"X": "no"})
     assert subset == {"X": "no", "FedAvg": "not run: left out of this notebook run"}
     assert missing_reasons(exp, [], failed={"FedAvg": "diverged"}) == {"FedAvg": "run failed: diverged"}
+
+
+def test_paper_table_is_the_chain_of_values_table_and_missing_rows(tmp_path):
+    """``paper_table`` = experiment_paper_values → results_table → missing_reasons → with_missing_rows."""
+    runs = load_runs(tmp_path, two_method_results(tmp_path))
+    cited = PaperTable("fedeba_plus", "Table 1", {"fashion_mnist": "FashionMNIST"})
+    exp = Experiment(**{**_experiment().__dict__, "paper": cited})
+    extra = {"q-FFL": "not implemented"}
+    table, paper = paper_table(exp, runs, ("global_acc", "var"), extra=extra, columns={"R#": {"FedAvg": "3"}})
+    chained = results_table(runs, metrics=("global_acc", "var"), paper=experiment_paper_values(exp, runs))
+    chained["R#"] = ["3" if m == "FedAvg" else "" for m in chained["method"]]
+    chained = with_missing_rows(chained, runs, exp, missing_reasons(exp, runs["method"], extra=extra))
+    pd.testing.assert_frame_equal(table, chained)
+    assert table.loc[table["method"] == "q-FFL", "Var. paper"].tolist() == ["54.91 ± 2.82"]
+    assert paper["paper_value"].tolist()[:2] == [86.49, 62.44]  # FedAvg's row, every printed metric
+    no_paper = Experiment(**{**exp.__dict__, "paper": None})
+    assert "note" not in paper_table(no_paper, runs, ("var",)).table

@@ -5,6 +5,8 @@ import json
 import pandas as pd
 import pytest
 
+from fairfl_core import report
+from fairfl_core.experiments.profiles import get_experiment
 from fairfl_core.report import submodular_selection as R
 
 
@@ -20,10 +22,20 @@ def test_train_loss_is_the_mean_of_the_last_rounds(tmp_path):
 
 
 def test_table1_claims_compare_subtrunc_with_every_other_selector():
-    claims = R.table1_claims("S", "U", {"DivFL": "D", "Random": "R", "Power-of-Choice": "P"})
-    lower = [(c.method, c.than) for c in claims if c.metric == "std" and c.method == "S"]
-    assert lower == [("S", "U"), ("S", "D"), ("S", "R"), ("S", "P")]
+    experiment = get_experiment("submodular_table1_mnist")
+    claims = R.table1_claims(experiment, pd.DataFrame())
+    row = report.paper_rows(experiment)
+    s = row["SubTrunc"]  # SubTrunc (λ=0.95) on MNIST
+    lower = [(c.method, c.than) for c in claims if c.metric == "std" and c.method == s]
+    assert lower == [(s, row[r]) for r in ("UnionFL", "DivFL", "Random", "Power-of-Choice")]
     assert all(c.op == ">=" for c in claims if c.metric == "global_acc")
+
+
+def test_sweep_claims_pick_the_extremes_by_value_not_by_position():
+    (lam,) = R.lambda_claims(get_experiment("submodular_table2_mnist"), pd.DataFrame())
+    assert (lam.method, lam.than) == ("SubTrunc (λ=0.95)", "SubTrunc (λ=0.01)")
+    window = R.window_claims(get_experiment("submodular_table3_mnist"), pd.DataFrame())
+    assert {(c.method, c.than) for c in window} == {("UnionFL (window=10)", "UnionFL (window=2)")}
 
 
 def _curves(acc):

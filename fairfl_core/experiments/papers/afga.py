@@ -13,18 +13,25 @@ FedDyn's α = 0.01 are not given by the paper.
 
 CIFAR-10 is not available offline: without its pickle batches every experiment runs on the labelled
 Fashion-MNIST stand-in with the same partition and model structure (1 input channel). The ``quick`` profile
-also shrinks the model to ConvMixer-32-2 with patch 4 (about 1 s per round on 2 CPU cores instead of a
-minute), runs 100 rounds and 1 seed, and evaluates every 5 rounds; "Acc." is then the mean of the last 5
-evaluations and R# is counted at that granularity. Every profile says what it changes.
+also shrinks the model to ConvMixer-32-2 with patch 4 (to fit 2 CPU cores), runs 100 rounds and 1 seed, and
+evaluates every 5 rounds; "Acc." is then the mean of the last 5 evaluations and R# is counted at that
+granularity. Every profile says what it changes.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
-from fairfl_core.data.sources import data_root
-from fairfl_core.experiments.papers.fedeba_plus import cifar10_stand_in
-from fairfl_core.experiments.profiles import Experiment, Method, PaperTable, Profile, register_experiment
+from fairfl_core.data import stand_ins
+from fairfl_core.experiments.profiles import (
+    Experiment,
+    Method,
+    PaperTable,
+    Profile,
+    register_experiment,
+    stand_in_profiles,
+)
 
 __all__ = [
     "AFGA",
@@ -37,8 +44,6 @@ __all__ = [
     "ALL",
     "NO_CIFAR100",
     "TARGET",
-    "cifar100_present",
-    "planned",
     "target",
     "setting_overrides",
 ]
@@ -103,7 +108,7 @@ def setting_overrides(setting: int) -> tuple[str, ...]:
 
 def _data() -> tuple[tuple[str, ...], tuple[str, ...], str]:
     """(data overrides, model channels override, description prefix): the real CIFAR-10 or the stand-in."""
-    stand_in = tuple(o for o in cifar10_stand_in() if o.startswith("data."))
+    stand_in = tuple(o for o in stand_ins.stand_in("cifar10") if o.startswith("data."))
     if not stand_in:
         return (), ("in_channels: 3",), ""
     return stand_in, ("in_channels: 1",), "stand-in (no CIFAR-10 here: Fashion-MNIST, same partition), "
@@ -118,8 +123,14 @@ def profiles(
     quick_methods: tuple[Method, ...] | None = None,
     smoke_methods: tuple[Method, ...] | None = None,
 ) -> dict[str, Profile]:
-    """The three scales of a CIFAR-10 experiment in ``setting``; ``quick_methods`` (None: all) at quick,
-    ``smoke_methods`` (None: the quick ones) at smoke."""
+    """The three scales of a CIFAR-10 experiment in ``setting`` (the stand-in's where CIFAR-10 is absent);
+    ``quick_methods`` (None: all) at quick, ``smoke_methods`` (None: the quick ones) at smoke."""
+    return stand_in_profiles("cifar10", lambda: _cifar10_profiles(setting, quick_methods, smoke_methods))
+
+
+def _cifar10_profiles(
+    setting: int, quick_methods: tuple[Method, ...] | None, smoke_methods: tuple[Method, ...] | None
+) -> dict[str, Profile]:
     data, channels, what = _data()
     n, m = SETTINGS[setting]
     base = (*data, *setting_overrides(setting))
@@ -214,11 +225,6 @@ for _setting, _method in ((1, AFGA), (2, AFGA), (3, CAFGA), (4, CAFGA)):
 
 
 # -- Tables 2, 3, 6 and 8: CIFAR-100, Shakespeare, ResNet-18, decentralised methods --------------------------
-def cifar100_present() -> bool:
-    folder = data_root() / "cifar-100-python"
-    return all((folder / f).is_file() for f in ("train", "test"))
-
-
 NO_CIFAR100 = (
     "not run: CIFAR-100 is not available here and no real 100-class image set can stand in for it; the "
     "experiment runs when cifar-100-python/ is under the data root"
@@ -302,13 +308,16 @@ _register(
     "afga_table6_resnet18",
     "Table 6, CIFAR-10 Setting 2 with ResNet-18 (BatchNorm): the 8 methods",
     TABLE1,
-    _scaled(
-        2,
-        _data()[2],
-        (*_data()[0], _RESNET, f"model.options={{num_classes: 10, {_data()[1][0]}, norm: batch}}"),
-        (*_data()[0], _RESNET, f"model.options={{num_classes: 10, {_data()[1][0]}, norm: batch}}"),
-        "ResNet-18, 50 of the 500 rounds, 1 seed",
-        (500, (*_data()[0], _RESNET, f"model.options={{num_classes: 10, {_data()[1][0]}, norm: batch}}")),
+    stand_in_profiles(
+        "cifar10",
+        lambda: _scaled(
+            2,
+            _data()[2],
+            (*_data()[0], _RESNET, f"model.options={{num_classes: 10, {_data()[1][0]}, norm: batch}}"),
+            (*_data()[0], _RESNET, f"model.options={{num_classes: 10, {_data()[1][0]}, norm: batch}}"),
+            "ResNet-18, 50 of the 500 rounds, 1 seed",
+            (500, (*_data()[0], _RESNET, f"model.options={{num_classes: 10, {_data()[1][0]}, norm: batch}}")),
+        ),
     ),
     "Table 6",
 )
@@ -325,7 +334,7 @@ _register(
     "Table 8",
 )
 
-_RHO = (
+_RHO: tuple[tuple[str, Method, dict[str, Any]], ...] = (
     ("AFGA, ρ=0 (complete)", AFGA, {"topology": "complete"}),
     ("AFGA, ρ=0.455 (random)", AFGA, {"topology": "random", "rho": 0.455}),
     ("AFGA, ρ=0.995 (ring)", AFGA, {}),
@@ -400,20 +409,3 @@ ALL = (
     "afga_fig2_heterogeneity",
     "afga_fig6_local_steps",
 )
-
-
-def planned(profile: str) -> tuple[list[str], dict[str, str]]:
-    """The experiments the notebook runs at ``profile`` and, for the others, why not: at quick, Setting 2's
-    CIFAR-10 tables and Fig. 1 (2 CPU cores); ResNet-18's evaluation is too slow on a CPU for smoke; Table 2
-    needs the real CIFAR-100."""
-    skipped = {}
-    for name in ALL:
-        if name.startswith("afga_table2") and not cifar100_present():
-            skipped[name] = NO_CIFAR100
-        elif profile == "quick" and name not in QUICK:
-            skipped[name] = "not run at quick (2 CPU cores): run at paper"
-        elif profile == "smoke" and name == "afga_table6_resnet18":
-            skipped[name] = (
-                "not run at smoke: ResNet-18 evaluations take minutes on a CPU; run at quick or paper"
-            )
-    return [n for n in ALL if n not in skipped], skipped

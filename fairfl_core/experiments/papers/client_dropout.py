@@ -35,7 +35,7 @@ def _variants():
 
 def _method(method: Method, rate: float, kind: str) -> Method:
     """``method`` under faults (no ``faults`` setting at p = 0, so those runs are Table 1's)."""
-    faults = (f"faults.rate={rate}", f"faults.kind={kind}") if rate else ()
+    faults: tuple[str, ...] = (f"faults.rate={rate}", f"faults.kind={kind}") if rate else ()
     if kind == "straggler":
         faults += (f"faults.straggler_work={STRAGGLER[1]}",)
     return replace(method, label=f"{method.label}, {kind} p={rate:g}", paper_row=None, overrides=faults)

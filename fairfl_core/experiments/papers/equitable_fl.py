@@ -36,9 +36,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from fairfl_core.data.sources import data_root
-from fairfl_core.experiments.papers.fedeba_plus import cifar10_stand_in
-from fairfl_core.experiments.profiles import Experiment, Method, PaperTable, Profile, register_experiment
+from fairfl_core.data import stand_ins
+from fairfl_core.experiments.profiles import (
+    Experiment,
+    Method,
+    PaperTable,
+    Profile,
+    register_experiment,
+    stand_in_profiles,
+)
 
 __all__ = [
     "ABLATIONS",
@@ -48,7 +54,6 @@ __all__ = [
     "ROWS",
     "SETTINGS",
     "grid_methods",
-    "planned",
     "methods",
     "table_experiment",
 ]
@@ -114,23 +119,23 @@ _FEMNIST += [(range(4, 7), 18, None), (range(7, 10), 12, None)]
 _PRESET_SMOKE = ("data.partition_options={preset: equitable_fl, scale: 0.05}",)
 
 
-def _present(*patterns: str) -> bool:
-    root = data_root()
-    return all(any(root.glob(p)) for p in patterns)
-
-
 @dataclass(frozen=True)
 class Setting:
-    """One column of Tables 2–3: its config, C, the number of classes, whether the real files are here, the
-    stand-in's overrides and the smoke partition (a few samples per client in the same clusters)."""
+    """One column of Tables 2–3: its config, C, the number of classes, its data set in the stand-in registry
+    (``data/stand_ins.py``), the stand-in's overrides and the smoke partition (a few samples per client in
+    the same clusters)."""
 
     column: str
     config: str
     clusters: int
     classes: int
-    present: bool
+    dataset: str
     stand_in: tuple[str, ...]
     smoke_stand_in: tuple[str, ...] = _PRESET_SMOKE
+
+    @property
+    def present(self) -> bool:
+        return stand_ins.present(self.dataset)
 
     @property
     def data(self) -> tuple[str, ...]:
@@ -160,18 +165,23 @@ SETTINGS = {
         "equitable_mnist_mlp.yaml",
         2,
         10,
-        _present("MNIST/raw/train-images-idx3-ubyte*", "MNIST/raw/t10k-images-idx3-ubyte*"),
-        (*FASHION, "data.stand_in=MNIST"),
+        "mnist",
+        stand_ins.STAND_INS["mnist"],
     ),
     "cifar10": Setting(
-        "CIFAR-10", "equitable_cifar10_cnn.yaml", 2, 10, not cifar10_stand_in(), cifar10_stand_in()
+        "CIFAR-10",
+        "equitable_cifar10_cnn.yaml",
+        2,
+        10,
+        "cifar10",
+        stand_ins.STAND_INS["cifar10"],
     ),
     "cifar100": Setting(
         "CIFAR-100",
         "equitable_cifar100_cnn.yaml",
         3,
         100,
-        _present("cifar-100-python/train", "cifar-100-python/test"),
+        "cifar100",
         (
             *FASHION,
             "data.stand_in=CIFAR-100",
@@ -185,7 +195,7 @@ SETTINGS = {
         "equitable_femnist_cnn.yaml",
         5,
         62,
-        _present("femnist/data/train/*.json", "femnist/data/test/*.json"),
+        "femnist",
         (*FASHION, "data.stand_in=FEMNIST", _groups(_FEMNIST), "model.options={num_classes: 10}"),
         (_groups(_FEMNIST, per_client=20),),
     ),
@@ -218,39 +228,48 @@ QUICK_SEEDS = (0, 1)
 def table_experiment(key: str, resnet: bool = False) -> Experiment:
     """Table 2 (``resnet=False``) or Table 3's column ``key``."""
     s = SETTINGS[key]
-    model = _resnet(s) if resnet else ()
-    arch = "ResNet-18" if resnet else "simple model"
-    rounds = 100 if resnet else 250
     table = "Table 3" if resnet else "Table 2"
-    smoke = (*s.data, *s.smoke_data, *_mlp(s), "train.local_epochs=1")
     return Experiment(
         name=f"equitable_{'table3' if resnet else 'table2'}_{key}",
-        description=f"Equitable-FL {table}: {s.column}, {arch}, the seven rows",
+        description=f"Equitable-FL {table}: {s.column}, {_arch(resnet)}, the seven rows",
         config=s.config,
-        profiles={
-            "smoke": Profile(SMOKE, 2, (0,), 1, smoke),
-            "quick": Profile(
-                f"{s.label}{arch}, {QUICK_ROUNDS[key]} of the {rounds} rounds, {len(QUICK_SEEDS)} seeds, one "
-                f"shared η = {ETA}, μ = {MU} (not tuned)",
-                QUICK_ROUNDS[key],
-                QUICK_SEEDS,
-                1,
-                (*s.data, *model),
-            ),
-            "paper": Profile(
-                f"{s.label}{arch}, {rounds} rounds, 3 seeds, every method over the η × μ grid (best final "
-                "accuracy kept per method)",
-                rounds,
-                (0, 1, 2),
-                1,
-                (*s.data, *model),
-                grid_methods(s.clusters),
-            ),
-        },
+        profiles=stand_in_profiles(s.dataset, lambda: _table_profiles(key, resnet)),
         methods=methods(s.clusters),
         # Table 3's numbers are missing from the source text: no paper values to compare with
         paper=None if resnet else PaperTable(PAPER, table, {k: v.column for k, v in SETTINGS.items()}),
     )
+
+
+def _arch(resnet: bool) -> str:
+    return "ResNet-18" if resnet else "simple model"
+
+
+def _table_profiles(key: str, resnet: bool) -> dict[str, Profile]:
+    s = SETTINGS[key]
+    model = _resnet(s) if resnet else ()
+    arch = _arch(resnet)
+    rounds = 100 if resnet else 250
+    smoke = (*s.data, *s.smoke_data, *_mlp(s), "train.local_epochs=1")
+    return {
+        "smoke": Profile(SMOKE, 2, (0,), 1, smoke),
+        "quick": Profile(
+            f"{s.label}{arch}, {QUICK_ROUNDS[key]} of the {rounds} rounds, {len(QUICK_SEEDS)} seeds, one "
+            f"shared η = {ETA}, μ = {MU} (not tuned)",
+            QUICK_ROUNDS[key],
+            QUICK_SEEDS,
+            1,
+            (*s.data, *model),
+        ),
+        "paper": Profile(
+            f"{s.label}{arch}, {rounds} rounds, 3 seeds, every method over the η × μ grid (best final "
+            "accuracy kept per method)",
+            rounds,
+            (0, 1, 2),
+            1,
+            (*s.data, *model),
+            grid_methods(s.clusters),
+        ),
+    }
 
 
 for _key in SETTINGS:
@@ -290,29 +309,34 @@ def _ablation(name: str) -> Experiment:
         name=name,
         description=f"Equitable-FL {description}, CIFAR-100 setting",
         config=s.config,
-        profiles={
-            "smoke": Profile(
-                SMOKE, 2, (0,), 1, (*s.data, *s.smoke_data, *_mlp(s), "train.local_epochs=1"), grid(True)
-            ),
-            "quick": Profile(
-                f"{s.label}MLP 784-200-200 instead of ResNet-18 (2 CPU cores), 20 of the 50 rounds, 1 "
-                "seed; E grid {1, 2, 5}",
-                20,
-                (0,),
-                1,
-                (*s.data, *_mlp(s)),
-                grid(True),
-            ),
-            "paper": Profile(
-                f"{s.label}ResNet-18 (BatchNorm, batch 40), 50 rounds, 3 seeds; E grid {{1, 5, 10}}",
-                50,
-                (0, 1, 2),
-                1,
-                (*s.data, *_resnet(s)),
-            ),
-        },
+        profiles=stand_in_profiles(s.dataset, lambda: _ablation_profiles(grid)),
         methods=grid(False),
     )
+
+
+def _ablation_profiles(grid) -> dict[str, Profile]:
+    s = SETTINGS["cifar100"]
+    return {
+        "smoke": Profile(
+            SMOKE, 2, (0,), 1, (*s.data, *s.smoke_data, *_mlp(s), "train.local_epochs=1"), grid(True)
+        ),
+        "quick": Profile(
+            f"{s.label}MLP 784-200-200 instead of ResNet-18 (2 CPU cores), 20 of the 50 rounds, 1 "
+            "seed; E grid {1, 2, 5}",
+            20,
+            (0,),
+            1,
+            (*s.data, *_mlp(s)),
+            grid(True),
+        ),
+        "paper": Profile(
+            f"{s.label}ResNet-18 (BatchNorm, batch 40), 50 rounds, 3 seeds; E grid {{1, 5, 10}}",
+            50,
+            (0, 1, 2),
+            1,
+            (*s.data, *_resnet(s)),
+        ),
+    }
 
 
 for _name in ABLATIONS:
@@ -320,16 +344,3 @@ for _name in ABLATIONS:
 
 
 QUICK_TABLES = ("equitable_table2_mnist", "equitable_table2_cifar10")
-
-
-def planned(profile: str) -> tuple[list[str], dict[str, str]]:
-    """The main notebook's experiments at ``profile`` and, for each one left out, why: the quick profile
-    (2 CPU cores, 30 minutes) covers Table 2's MNIST and CIFAR-10 stand-ins only."""
-    tables = [f"equitable_table{t}_{k}" for t in (2, 3) for k in SETTINGS]
-    if profile != "quick":
-        return tables, {}
-    why = {
-        "2": "not run at quick: the 5-conv and FEMNIST CNNs do not fit 30 minutes on 2 CPU cores",
-        "3": "not run at quick: ResNet-18 needs a GPU (minutes per round on 2 CPU cores)",
-    }
-    return list(QUICK_TABLES), {n: why[n[15]] for n in tables if n not in QUICK_TABLES}

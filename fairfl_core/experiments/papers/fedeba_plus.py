@@ -23,8 +23,8 @@ cause), so every FedEBA+ run here uses ``fair_grad_units="update"``
 (g̃ = the p̃-weighted one-step model update, ``ALIGN``) and Table 1 also runs the literal reading as an extra
 row ("FedEBA+ (literal Eq. 11 units)", no paper row).
 
-CPU budget (2 cores; each notebook's ``quick`` profile within 30 minutes): the MLP costs about 0.1–0.3 s per
-round, the CNN 2–6 s, so ``quick`` runs 20 CNN rounds of 7 of Table 1's methods (``TABLE1_CNN_QUICK``; the
+CPU budget (2 cores; each notebook's ``quick`` profile within 30 minutes; the costs per round are in
+``benchmarks/README.md``): ``quick`` runs 20 CNN rounds of 7 of Table 1's methods (``TABLE1_CNN_QUICK``; the
 others keep their rows, "not run" at quick) and Fig. 14 with Table 1's MLP (each profile's description says
 how).
 """
@@ -34,13 +34,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from fairfl_core.data.sources import data_root
-from fairfl_core.experiments.profiles import Experiment, Method, PaperTable, Profile, register_experiment
+from fairfl_core.data import stand_ins
+from fairfl_core.experiments.profiles import (
+    Experiment,
+    Method,
+    PaperTable,
+    Profile,
+    register_experiment,
+    stand_in_profiles,
+)
 
 __all__ = [
     "NOT_IMPLEMENTED",
     "PAPER",
-    "cifar10_stand_in",
     "cnn_profiles",
     "mlp_profiles",
     "register_table",
@@ -97,7 +103,7 @@ NOT_IMPLEMENTED = {
     "paper and the original is not available offline",
 }
 # Table 1's CIFAR-10 column at quick: the paper's methods whose CNN runs fit the 30-minute budget with the
-# Fashion-MNIST column (20 CNN rounds cost 2-4 min per method on 2 CPU cores)
+# Fashion-MNIST column
 TABLE1_CNN_QUICK = (
     "FedAvg",
     "q-FFL (q=0.5)",
@@ -180,25 +186,12 @@ def mlp_profiles(quick_rounds: int, quick_seeds: tuple[int, ...]) -> dict[str, P
     }
 
 
-def cifar10_stand_in() -> tuple[str, ...]:
-    """Overrides that replace CIFAR-10 by the labelled Fashion-MNIST stand-in (the paper's CNN on 1×28×28
-    inputs), or () when the CIFAR-10 pickle batches are under the data root."""
-    folder = data_root() / "cifar-10-batches-py"
-    if all((folder / f).is_file() for f in [*(f"data_batch_{i}" for i in range(1, 6)), "test_batch"]):
-        return ()
-    return (
-        "data.name=fashion_mnist",
-        "data.stand_in=CIFAR-10",
-        "model.options={in_channels: 1, input_size: 28}",
-    )
-
-
 def cnn_profiles(
     quick_rounds: int, smoke_data: tuple[str, ...], quick_mlp: bool = False
 ) -> dict[str, Profile]:
     """The CIFAR-10 CNN experiments' profiles; ``quick_mlp`` runs Table 1's MLP at ``quick`` (1 seed,
     ``quick_rounds`` rounds) where a CNN run of that length would not fit a 2-core CPU."""
-    data = cifar10_stand_in()
+    data = stand_ins.stand_in("cifar10")
     what = "stand-in (no CIFAR-10 here: Fashion-MNIST, same split), " if data else ""
     mlp = ("model.name=mlp", "model.options={}" if data else "model.options={in_features: 3072}")
     description, rounds, seeds, every = PAPER_SCALE
@@ -214,8 +207,7 @@ def cnn_profiles(
     else:
         quick = Profile(
             f"{what}the paper's CNN and protocol, but only {quick_rounds} of the 2000 rounds and 1 seed "
-            "(on 2 CPU cores the CNN takes about 2 s per FedAvg round, 5.5 s per FedEBA+ round with its "
-            "extra loss and gradient passes); far from converged",
+            "(2 CPU cores); far from converged",
             quick_rounds,
             (0,),
             10,
@@ -256,7 +248,7 @@ def short_profiles(
     out = {}
     for name, p in base.items():
         short = short_methods is not None and name in short_at
-        note = f"; only {len(short_methods)} of the methods (all at paper)" if short else ""
+        note = f"; only {len(short_methods or ())} of the methods (all at paper)" if short else ""
         out[name] = replace(
             p,
             description=f"{what}{p.description}{note}",
@@ -287,10 +279,13 @@ register_table(
     "is absent)",
     "fedeba_cifar10_cnn.yaml",
     TABLE1,
-    short_profiles(
-        cnn_profiles(20, SMOKE_SHARDS),
-        short_methods=subset_methods(TABLE1, TABLE1_CNN_QUICK),
-        short_at=("quick",),
+    stand_in_profiles(
+        "cifar10",
+        lambda: short_profiles(
+            cnn_profiles(20, SMOKE_SHARDS),
+            short_methods=subset_methods(TABLE1, TABLE1_CNN_QUICK),
+            short_at=("quick",),
+        ),
     ),
     "Table 1",
     CIFAR10,
@@ -335,5 +330,8 @@ register_table(
     "(labelled Fashion-MNIST stand-in when CIFAR-10 is absent)",
     "fedeba_cifar10_dirichlet_cnn.yaml",
     (FEDAVG, FEDEBA_PLUS),
-    cnn_profiles(300, ("data.pooled_test=local_union", "data.test_frac=0.05"), quick_mlp=True),
+    stand_in_profiles(
+        "cifar10",
+        lambda: cnn_profiles(300, ("data.pooled_test=local_union", "data.test_frac=0.05"), quick_mlp=True),
+    ),
 )

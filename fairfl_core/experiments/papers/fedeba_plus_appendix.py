@@ -5,7 +5,7 @@ runs. Settings, helpers and data stand-ins come from
 50, lr 0.1 decayed 0.999, server lr 1; FedEBA+ α = 0.9, τ = 0.1, θ = 0° with g̃ in update units).
 
 * **Table 9** (CIFAR-10 with the MLP 3072-200-200-10): CIFAR-10 is not available offline, so without its
-  pickle batches the runs use the labelled Fashion-MNIST stand-in (``cifar10_stand_in``) with the
+  pickle batches the runs use the labelled Fashion-MNIST stand-in (``data/stand_ins.py``) with the
   784-200-200-10 MLP: then the task is Table 1's Fashion-MNIST one, labelled "stand-in for CIFAR-10". The
   row "FedEBA α=0.9, τ=0.1" (FedEBA has no α) is run as Prac-FedEBA+ (α = 0.9, τ = 0.1, θ = 15°).
 * **Table 10**: every method with server momentum 0.9 and **Table 11**: with FedVARP (global lr 1, client
@@ -21,10 +21,9 @@ runs. Settings, helpers and data stand-ins come from
   ``fedeba_table1_cifar10``) at the same profile. Table 1 has no AFL, FedFV or FOCUS row, so those rows of
   Tables 17–19 keep the paper's numbers only (``TABLES17_19_NOT_RUN``).
 
-CPU budget of the ``quick`` profiles (2 shared cores, 1 thread): the MLP costs 0.1–0.3 s per round (AFL,
-with all 100 clients every round, 1.5 s), the CNN 4–11 s per round (FedAvg 4.4 s, FedEBA+ 10.7 s), so
-``quick`` runs 300 rounds × 1 seed of the MLP tables without AFL and 10 rounds of the CNN with FedAvg and
-FedEBA+ only (each profile's description says what it leaves out).
+CPU budget of the ``quick`` profiles (2 shared cores, 1 thread; the costs per round are in
+``benchmarks/README.md``): ``quick`` runs 300 rounds × 1 seed of the MLP tables without AFL and 10 rounds of
+the CNN with FedAvg and FedEBA+ only (each profile's description says what it leaves out).
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fairfl_core.data import stand_ins
 from fairfl_core.experiments.config import AlgorithmSpec, ExperimentConfig
 from fairfl_core.experiments.papers.fedeba_plus import (
     ALIGN,
@@ -43,14 +43,13 @@ from fairfl_core.experiments.papers.fedeba_plus import (
     NOT_IMPLEMENTED,
     SMOKE_SHARDS,
     TABLE1,
-    cifar10_stand_in,
     cnn_profiles,
     mlp_profiles,
     register_table,
     short_profiles,
     subset_methods,
 )
-from fairfl_core.experiments.profiles import Method
+from fairfl_core.experiments.profiles import Method, stand_in_profiles
 from fairfl_core.experiments.runner import run_data, run_experiment
 from fairfl_core.experiments.store import RunStore
 from fairfl_core.sim.faults import FaultConfig
@@ -78,12 +77,14 @@ def _with(params: Mapping, methods: Iterable[Method]) -> tuple[Method, ...]:
 
 
 # -- Table 9: CIFAR-10 with the MLP -------------------------------------------------------------------------
-def _table9_data() -> tuple[tuple[str, ...], str]:
-    """Overrides for Table 9's data and MLP (the stand-in's 784 inputs, or 3072 on real CIFAR-10)."""
-    stand_in = tuple(o for o in cifar10_stand_in() if o.startswith("data."))  # its CNN options: not here
+def _table9_data(short: tuple[Method, ...]) -> tuple[tuple[str, ...], tuple[Method, ...], str]:
+    """``short_profiles``' overrides, ``short`` methods and description prefix of Table 9: the data and the
+    MLP (the stand-in's 784 inputs, or 3072 on real CIFAR-10)."""
+    # the stand-in's data overrides only: its CNN options do not apply to the MLP
+    stand_in = tuple(o for o in stand_ins.stand_in("cifar10") if o.startswith("data."))
     model = "model.name=mlp" if stand_in else "model.name=mlp_cifar10"
     what = "stand-in (no CIFAR-10 here: Fashion-MNIST, same split, MLP 784-200-200-10), " if stand_in else ""
-    return (*stand_in, model), what
+    return (*stand_in, model), short, what
 
 
 def _fedeba_plus(alpha: float, label: str, row: str) -> Method:
@@ -165,8 +166,7 @@ TABLES17_19_NOT_RUN = {
 }
 # Local SGD steps of each client's own model for F_i(x_i*) of FAA (``with_faa``), per profile and Table 1
 # column; 0 = the shortcut F_i(x_i*) = 0 (FAA of the losses). One CNN step of all 100 clients costs as much
-# as a whole training round of 10 clients × 10 steps (about 2 s on 2 CPU cores), so the quick CIFAR-10 column
-# uses the shortcut.
+# as a whole training round of 10 clients × 10 steps, so the quick CIFAR-10 column uses the shortcut.
 FAA_LOCAL_STEPS = {
     "smoke": {"FashionMNIST": 2, "CIFAR-10": 2},
     "quick": {"FashionMNIST": 200, "CIFAR-10": 0},
@@ -175,14 +175,16 @@ FAA_LOCAL_STEPS = {
 
 
 # -- the experiments --------------------------------------------------------------------------------------
-_T9_DATA, _T9_WHAT = _table9_data()
 register_table(
     "fedeba_table9_mlp",
     "Table 9, CIFAR-10 with the MLP 3072-200-200-10 (labelled Fashion-MNIST stand-in with the 784-input MLP "
     "when CIFAR-10 is absent): the rows of the implemented methods with their printed q, λ, ε",
     "fedeba_cifar10_cnn.yaml",
     TABLE9,
-    short_profiles(mlp_profiles(300, (0,)), _T9_DATA, subset_methods(TABLE9, TABLE9_SHORT), _T9_WHAT),
+    stand_in_profiles(
+        "cifar10",
+        lambda: short_profiles(mlp_profiles(300, (0,)), *_table9_data(subset_methods(TABLE9, TABLE9_SHORT))),
+    ),
     "Table 9",
     CIFAR10,
 )
@@ -227,8 +229,14 @@ register_table(
     "CIFAR-10 is absent)",
     "fedeba_cifar10_cnn.yaml",
     TABLE13,
-    short_profiles(
-        cnn_profiles(10, SMOKE_SHARDS), NOISE, subset_methods(TABLE13, ("FedAvg", OURS)), "label noise 0.5; "
+    stand_in_profiles(
+        "cifar10",
+        lambda: short_profiles(
+            cnn_profiles(10, SMOKE_SHARDS),
+            NOISE,
+            subset_methods(TABLE13, ("FedAvg", OURS)),
+            "label noise 0.5; ",
+        ),
     ),
     "Table 13",
     CIFAR10,

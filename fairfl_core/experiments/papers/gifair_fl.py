@@ -27,7 +27,7 @@ windows, which leaves out the small roles.
 Methods: the same sampling for all (10 clients ∝ p_k, simple average, as q-FFL's and Ditto's code) except AFL
 (full participation, as fair_flearn runs it): one full-batch gradient per client and round on FEMNIST-original
 (fair_flearn), the other methods' local training on Shakespeare (FLGo; the batched engine pads a full-batch
-step to the largest role, which costs minutes per round on 31 roles of very unequal sizes).
+step to the largest role, far too slow on 31 roles of very unequal sizes).
 
 Hyperparameters: every client's data is split 70/10/20 into train / validation / test (``data.val_frac:
 0.1``; on Shakespeare the validation windows come from the end of each role's training windows). The
@@ -48,14 +48,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from fairfl_core.data import stand_ins
 from fairfl_core.data.partition import gifair_femnist_3groups
-from fairfl_core.data.sources import data_root
 from fairfl_core.experiments.profiles import (
     Experiment,
     Method,
     PaperTable,
     Profile,
+    each_variant,
     register_experiment,
+    stand_in_profiles,
 )
 
 __all__ = ["GRIDS", "HYPERPARAMETERS", "LAMBDA_GRID", "Tuned", "femnist_stand_ins"]
@@ -174,26 +176,21 @@ _FEMNIST = {
 }
 
 
-def _emnist_present() -> bool:
-    root = data_root()
-    stem = "emnist-byclass-train-images-idx3-ubyte"
-    return any((d / f"{stem}{ext}").is_file() for d in (root / "EMNIST" / "raw", root) for ext in ("", ".gz"))
-
-
-def _femnist_present() -> bool:
-    where = data_root() / "femnist" / "data"
-    return any((where / "train").glob("*.json")) and any((where / "test").glob("*.json"))
-
-
 def femnist_stand_ins(setting: str) -> tuple[str, ...]:
     """The overrides that replace the paper's data of ``setting`` by its stand-in, or () when the real data
     (EMNIST ByClass, LEAF FEMNIST) is under the data root."""
     spec = _FEMNIST[setting]
-    present = _femnist_present() if spec.needs == "LEAF FEMNIST" else _emnist_present()
+    present = stand_ins.present("femnist" if spec.needs == "LEAF FEMNIST" else "emnist")
     return () if present else spec.stand_in
 
 
 def _femnist_profiles(setting: str) -> dict[str, Profile]:
+    """The setting's profiles on EMNIST ByClass or LEAF FEMNIST, each carrying its stand-in's."""
+    needs = "femnist" if _FEMNIST[setting].needs == "LEAF FEMNIST" else "emnist"
+    return stand_in_profiles(needs, lambda: _femnist_scales(setting))
+
+
+def _femnist_scales(setting: str) -> dict[str, Profile]:
     spec, data = _FEMNIST[setting], femnist_stand_ins(setting)
     classes = 10 if data else spec.classes
     what = f"stand-in (no {spec.needs} here), " if data else ""
@@ -241,9 +238,7 @@ def _shakespeare_profiles() -> dict:
         "quick": Profile(
             "every 20th window of each role (sizes kept in proportion), 20-character inputs, LSTM of 64 "
             "units, 25 local steps per round without lr decay (one epoch with 0.95 decay never leaves the "
-            "unigram plateau in 30 rounds), 80 of the 500 rounds (FedAvg: about 26% next-character "
-            "accuracy at round 30, 37% at round 80; far from the paper's 50-70%), 1 seed (about 1 s per "
-            "round on 2 CPU cores)",
+            "unigram plateau in 30 rounds), 80 of the 500 rounds, 1 seed (2 CPU cores)",
             80,
             (0,),
             10,
@@ -291,9 +286,9 @@ def _table_profiles(profiles: dict[str, Profile], grid: tuple[Method, ...]) -> d
     """A table's profiles: one fixed value per method at the short ones, the whole ``grid`` (for rule A9)
     at paper."""
     return {
-        name: replace(p, description=f"{p.description}; {_FIXED_NOTE}")
+        name: each_variant(p, lambda q: replace(q, description=f"{q.description}; {_FIXED_NOTE}"))
         if name != "paper"
-        else replace(p, description=f"{p.description}; {_GRID_NOTE}", methods=grid)
+        else each_variant(p, lambda q: replace(q, description=f"{q.description}; {_GRID_NOTE}", methods=grid))
         for name, p in profiles.items()
     }
 

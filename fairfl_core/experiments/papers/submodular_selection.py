@@ -24,9 +24,9 @@ SubTrunc is Table II's λ row and Table IV's ln(1+x) row, its UnionFL Table III'
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
-from fairfl_core.data.sources import data_root
-from fairfl_core.experiments.papers.fedeba_plus import cifar10_stand_in
+from fairfl_core.data import stand_ins
 from fairfl_core.experiments.profiles import (
     Experiment,
     Method,
@@ -34,6 +34,7 @@ from fairfl_core.experiments.profiles import (
     Profile,
     get_profile,
     register_experiment,
+    stand_in_profiles,
 )
 
 __all__ = [
@@ -44,8 +45,6 @@ __all__ = [
     "calibrated_overrides",
     "calibration_rounds",
     "column_of",
-    "mnist_present",
-    "planned",
     "table_methods",
 ]
 
@@ -59,11 +58,6 @@ CALIBRATION = {
     "CIFAR-10": ((100, 200, 300, 400), (0.02, 0.01, 0.05, 0.1)),
 }
 TABLES = ("Table I", "Table II", "Table III", "Table IV")
-
-
-def mnist_present() -> bool:
-    raw = data_root() / "MNIST" / "raw"
-    return any((raw / f"train-images-idx3-ubyte{ext}").is_file() for ext in ("", ".gz"))
 
 
 def table_methods(column: str) -> dict[str, tuple[Method, ...]]:
@@ -119,10 +113,9 @@ def table_methods(column: str) -> dict[str, tuple[Method, ...]]:
 def _data(column: str) -> tuple[tuple[str, ...], str]:
     """Overrides of the column's data and model (the stand-in's when the real set is absent), description."""
     if column == "MNIST":
-        if mnist_present():
-            return (), ""
-        return ("data.name=fashion_mnist", "data.stand_in=MNIST"), "stand-in (no MNIST here: Fashion-MNIST), "
-    stand_in = tuple(o for o in cifar10_stand_in() if o.startswith("data."))
+        data = stand_ins.stand_in("mnist")
+        return data, "stand-in (no MNIST here: Fashion-MNIST), " if data else ""
+    stand_in = tuple(o for o in stand_ins.stand_in("cifar10") if o.startswith("data."))
     model = "model.options={in_channels: 1, input_size: 28}" if stand_in else "model.options={}"
     what = "stand-in (no CIFAR-10 here: Fashion-MNIST), " if stand_in else ""
     return (*stand_in, "model.name=lenet5_cifar10", model, "train.lr=0.02"), what
@@ -163,6 +156,7 @@ def _profiles(column: str, quick_methods: tuple[Method, ...] | None = None) -> d
 
 COLUMNS = {"MNIST": "mnist", "CIFAR-10": "cifar10"}
 for _column, _key in COLUMNS.items():
+    _scales = stand_in_profiles(_key, partial(_profiles, _column))
     for _number, (_table, _methods) in enumerate(table_methods(_column).items(), start=1):
         _name = f"submodular_table{_number}_{_key}"
         register_experiment(
@@ -170,25 +164,11 @@ for _column, _key in COLUMNS.items():
                 _name,
                 f"SubTrunc/UnionFL {_table}, {_column} column",
                 "submodular_mnist_lenet.yaml",
-                _profiles(_column),
+                _scales,
                 _methods,
                 PaperTable(PAPER, _table, {"mnist": "MNIST", "cifar10": "CIFAR-10"}),
             )
         )
-
-
-def planned(profile: str) -> tuple[list[str], dict[str, str]]:
-    """The experiments the notebook runs at ``profile`` and why the others are not run: at quick Table I's
-    MNIST column only (2 CPU cores; every round computes all 100 clients' gradients and losses), at smoke
-    the MNIST column."""
-    names = [f"submodular_table{i}_{key}" for key in COLUMNS.values() for i in range(1, 5)]
-    skipped = {}
-    for name in names:
-        if profile == "quick" and name not in QUICK:
-            skipped[name] = "not run at quick (2 CPU cores): run at paper"
-        elif profile == "smoke" and name.endswith("cifar10"):
-            skipped[name] = "not run at smoke (the MNIST column checks the same code): run at paper"
-    return [n for n in names if n not in skipped], skipped
 
 
 def column_of(experiment: str) -> str:
@@ -215,20 +195,23 @@ def _calibration(column: str) -> Experiment:
         Method(f"Random (η={lr:g})", "fedavg", {"weighting": "uniform"}, None, (f"train.lr={lr}",))
         for lr in lrs
     )
-    profiles = _profiles(column)
-    paper = profiles["paper"]
-    paper = replace(
-        paper,
-        rounds=max(rounds),
-        overrides=tuple(o for o in paper.overrides if not o.startswith("train.rounds=")),
-        description=f"{_data(column)[1]}runs of {max(rounds)} rounds, K read at {rounds}, 5 seeds",
-    )
+
+    def profiles() -> dict[str, Profile]:
+        scales = _profiles(column)
+        paper = replace(
+            scales["paper"],
+            rounds=max(rounds),
+            overrides=tuple(o for o in scales["paper"].overrides if not o.startswith("train.rounds=")),
+            description=f"{_data(column)[1]}runs of {max(rounds)} rounds, K read at {rounds}, 5 seeds",
+        )
+        return {**scales, "paper": paper}
+
     return Experiment(
         f"submodular_calibration_{COLUMNS[column]}",
         f"SubTrunc/UnionFL calibration (§IV): Random over η ∈ {{{', '.join(f'{x:g}' for x in lrs)}}}, "
         f"{column} column",
         "submodular_mnist_lenet.yaml",
-        {**profiles, "paper": paper},
+        stand_in_profiles(COLUMNS[column], profiles),
         methods,
     )
 

@@ -1,0 +1,125 @@
+"""A paper as one registered bundle: its experiments and what its notebook runs at each profile, its claims
+(one signature, ``claims(experiment, runs) -> list[Claim]``), its printed numbers
+(``paper_results/<name>.csv``) and its readings (its section of ``docs/readings.md``).
+
+Each paper's report module (``report/<name>.py``) registers its bundle once; a notebook asks it::
+
+    bundle = get_paper("afga")
+    names, skipped = bundle.planned(profile)  # the experiments run at this profile; why the others are not
+    claims = bundle.claims(get_experiment(names[0]), runs)
+    bundle.value("Table 1, Setting 2", "CIFAR-10", "AFGA", "acc_last5")  # a printed number
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from fairfl_core.experiments.profiles import PROFILES, Experiment, get_experiment
+from fairfl_core.report.claims import Claim
+from fairfl_core.report.paper import load_paper_results, printed
+
+__all__ = ["PAPERS", "READINGS", "ClaimBuilder", "Paper", "get_paper", "paper_rows", "register_paper"]
+
+READINGS = Path(__file__).resolve().parents[2] / "docs" / "readings.md"
+ClaimBuilder = Callable[[Experiment, pd.DataFrame], list[Claim]]
+
+
+def _available(experiment: str) -> str | None:
+    return None
+
+
+def paper_rows(experiment: Experiment) -> dict[str, str]:
+    """Paper row → method label of ``experiment``: how a claim names the methods it compares."""
+    return {m.paper_row: m.label for m in experiment.method_list() if m.paper_row}
+
+
+@dataclass(frozen=True)
+class Paper:
+    """One paper. ``name``: its ``paper_results/<name>.csv``; ``experiments``: the catalogue names its main
+    notebook runs, in order; ``left_out``: profile → {experiment: why the notebook does not run it there};
+    ``unavailable``: experiment → why it cannot run on this machine (e.g. data without a stand-in), or None;
+    ``claim_builders``: experiment name (or its prefix) → ``claims(experiment, runs)``; ``readings``: the
+    start of its heading in ``docs/readings.md``."""
+
+    name: str
+    experiments: tuple[str, ...]
+    left_out: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    unavailable: Callable[[str], str | None] = _available
+    claim_builders: Mapping[str, ClaimBuilder] = field(default_factory=dict)
+    readings_heading: str = ""
+
+    def __post_init__(self) -> None:
+        unknown = set(self.left_out) - set(PROFILES)
+        if unknown:
+            raise ValueError(f"paper {self.name!r}: left_out names unknown profiles {sorted(unknown)}")
+
+    def why_not(self, experiment: str, profile: str) -> str | None:
+        """Why the notebook does not run ``experiment`` at ``profile`` (None: it does)."""
+        return self.unavailable(experiment) or self.left_out.get(profile, {}).get(experiment)
+
+    def planned(self, profile: str) -> tuple[list[str], dict[str, str]]:
+        """The experiments the notebook runs at ``profile``, and why each other one is not run."""
+        if profile not in PROFILES:
+            raise ValueError(f"profile {profile!r}: choose one of {list(PROFILES)}")
+        skipped = {n: why for n in self.experiments if (why := self.why_not(n, profile))}
+        return [n for n in self.experiments if n not in skipped], skipped
+
+    def claims(self, experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
+        """The paper's claims checked on ``experiment``'s ``runs`` (the builder of the longest matching
+        name prefix; none: no claim)."""
+        keys = [k for k in self.claim_builders if experiment.name.startswith(k)]
+        return self.claim_builders[max(keys, key=len)](experiment, runs) if keys else []
+
+    def claimed(self, names: list[str]) -> list[str]:
+        """Those of ``names`` that have claims, in the order of ``claim_builders``."""
+        return [n for key in self.claim_builders for n in names if n.startswith(key)]
+
+    def values(self) -> pd.DataFrame:
+        """Every printed number of the paper (:func:`~fairfl_core.report.paper.load_paper_results`)."""
+        return load_paper_results(self.name)
+
+    def value(self, table: str, dataset: str, method: str, metric: str) -> float:
+        """One printed number (:func:`~fairfl_core.report.paper.printed`)."""
+        return printed(self.name, table, dataset, method, metric)[0]
+
+    def readings(self, path: Path = READINGS) -> str:
+        """The paper's section of ``docs/readings.md``: how the package reads what the paper leaves open."""
+        text = path.read_text()
+        start = text.find(f"\n## {self.readings_heading}")
+        if not self.readings_heading or start < 0:
+            raise KeyError(f"{path} has no section '## {self.readings_heading}' for paper {self.name!r}")
+        end = text.find("\n## ", start + 1)
+        return text[start + 1 : None if end < 0 else end].strip()
+
+
+PAPERS: dict[str, Paper] = {}
+
+
+def register_paper(paper: Paper) -> Paper:
+    """Add ``paper`` to :data:`PAPERS` (once per name); its experiments must be registered."""
+    if paper.name in PAPERS:
+        raise ValueError(f"paper {paper.name!r} is already registered")
+    for name in paper.experiments:
+        get_experiment(name)
+    PAPERS[paper.name] = paper
+    return paper
+
+
+def get_paper(name: str) -> Paper:
+    """The bundle of paper ``name``, registered by ``fairfl_core.report.<name>``."""
+    if name not in PAPERS:
+        try:
+            importlib.import_module(f"fairfl_core.report.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"fairfl_core.report.{name}":
+                raise
+    if name not in PAPERS:
+        raise KeyError(
+            f"no paper {name!r}; registered: {sorted(PAPERS)} (add one as docs/extending.md shows)"
+        )
+    return PAPERS[name]
