@@ -200,7 +200,7 @@ def register(name: str):
     return wrap
 
 
-def algorithm_class(name: str) -> type:
+def algorithm_class(name: str) -> type[FederatedAlgorithm]:
     import fairfl_core.algorithms  # noqa: F401  (populates the registry)
 
     if name not in ALGORITHMS:

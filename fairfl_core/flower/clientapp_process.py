@@ -21,6 +21,7 @@ on loopback, which Flower's own ``flower-superexec`` also uses with ``--insecure
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from fairfl_core.flower.apps import client_app
 
@@ -34,7 +35,7 @@ def _runtime_client(address: str, component: str, token: str | None = None):
     from flwr.supercore.retry import make_simple_http_retry_invoker
     from flwr.supercore.runtime import RuntimeHttpClient
 
-    interceptors = [RuntimeVersionHttpInterceptor(component_name=component)]
+    interceptors: list[Any] = [RuntimeVersionHttpInterceptor(component_name=component)]
     if token is not None:
         interceptors.append(RuntimeTokenHttpInterceptor(token))
     return RuntimeHttpClient.from_server_address(

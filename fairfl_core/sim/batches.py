@@ -19,6 +19,7 @@ all-zero sample mask, and the engines leave such a client's state untouched on t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -118,7 +119,11 @@ def draw_schedule(
 
 
 def dropout_noise(
-    schedule: BatchSchedule, rows: np.ndarray, steps: np.ndarray, shapes: list[tuple[int, ...]], device
+    schedule: BatchSchedule,
+    rows: Sequence[int] | np.ndarray,
+    steps: Sequence[int] | np.ndarray,
+    shapes: Sequence[tuple[int, ...]],
+    device: torch.device,
 ) -> tuple[torch.Tensor, ...]:
     """Uniform noise ``[R, B, *shape]`` for each dropout layer (``models/dropout.py``) at step ``steps[r]`` of
     row ``rows[r]``: drawn on the CPU by a generator seeded with the row's seed and the step, so it depends

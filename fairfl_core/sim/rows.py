@@ -34,6 +34,7 @@ import threading
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -44,6 +45,9 @@ from fairfl_core.sim.batches import BatchSchedule
 from fairfl_core.sim.local import LocalResult, LocalSpec, StepTerm
 from fairfl_core.sim.params import ParamSpace
 from fairfl_core.sim.stack import BatchedTrainer, draws_from_torch
+
+if TYPE_CHECKING:
+    from fairfl_core.sim.engine import Engine
 
 __all__ = [
     "PoolRegistry",
@@ -183,10 +187,10 @@ def _callable_key(fn: Callable | None):
 
 def spec_key(spec: LocalSpec) -> tuple:
     """What two calls' specs must share to be one stack (the step terms need not)."""
+    statistics: object = tuple(spec.statistics)
     try:
-        statistics = tuple(spec.statistics)
         hash(statistics)
-    except TypeError:
+    except TypeError:  # statistics that cannot be compared never share a stack
         statistics = id(spec.statistics)
     return (
         spec.lr,
@@ -270,7 +274,7 @@ def row_bytes(params: int, activations: int, batch: int, dtype: torch.dtype, mom
 # -- the batcher -------------------------------------------------------------------------------------------
 @dataclass
 class _Call:
-    engine: object
+    engine: Engine
     start: torch.Tensor
     spec: LocalSpec
     schedule: BatchSchedule
@@ -348,6 +352,7 @@ class RowsBatcher:
             self._baton.wait()
         if call.error is not None:
             raise call.error
+        assert call.result is not None
         return call.result
 
     def _flush(self) -> None:
@@ -396,10 +401,11 @@ class RowsBatcher:
             return
         sizes = [c.rows for c in group]
         start = torch.cat([c.start if c.start.dim() == 2 else c.start.expand(c.rows, -1) for c in group])
+        runnings = [c.running for c in group if c.running is not None]  # all of them or none (the key)
         running = None
-        if first.running is not None:
+        if runnings:
             running = torch.cat(
-                [c.running if c.running.dim() == 2 else c.running.expand(c.rows, -1) for c in group]
+                [r if r.dim() == 2 else r.expand(c.rows, -1) for r, c in zip(runnings, group, strict=True)]
             )
         spec = merge_specs([c.spec for c in group], sizes)
         schedule = concat_schedules([c.schedule for c in group])
