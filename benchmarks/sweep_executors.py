@@ -2,19 +2,21 @@
 
 Every executor runs the same configs (an experiment's profile, its first ``--runs`` configs, every run
 shortened to ``--rounds`` rounds) into a fresh results directory, one after the other in this process, with
-``--workers`` processes (rows: each of those processes trains its share of the runs as rows,
-``sim/rows.py``; Ray: a local instance of ``--workers`` CPUs). Per-run torch threads: cores / workers. The
-last line is
+``--workers`` processes (rows: each of those processes trains the runs it takes from one shared queue as
+rows, ``sim/rows.py``; Ray: a local instance of ``--workers`` CPUs). Per-run torch threads: cores / workers.
+The last line is
 
 ``sweep_executors experiment=… runs=… rounds=… process_s=… rows_s=… rows_speedup=… stacked_s=…
 stacked_speedup=… [ray_s=… ray_start_s=…]``
 
-with ``rows_speedup`` = process_s / rows_s (above 1: rows is faster); ``stacked`` is the rows executor with
-``stack=True`` (calls stacked on the CPU too, which the CPU default leaves alone). Every executor's runs are
-checked to have the process executor's evaluation records, digit for digit.
+with each executor's best of ``--repeats`` sweeps (2: timed in the order A B C C B A, so a drift of the
+machine's speed favours none) and ``rows_speedup`` = process_s / rows_s (above 1: rows is faster).
+``stacked`` is the rows executor with ``stack=True`` (calls stacked on the CPU too, which the CPU default
+leaves alone). Every executor's runs are checked to have the process executor's evaluation records, digit for
+digit.
 
 Usage: ``python benchmarks/sweep_executors.py [--experiment fedeba_table1_fmnist] [--profile quick]
-[--rounds 20] [--runs 12] [--workers 2] [--ray]``
+[--rounds 20] [--runs 12] [--workers 2] [--repeats 2] [--ray]``
 """
 
 from __future__ import annotations
@@ -52,19 +54,27 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20, help="rounds per run")
     parser.add_argument("--runs", type=int, default=None, help="only the first N configs (default: all)")
     parser.add_argument("--workers", type=int, default=2, help="processes / Ray CPUs")
+    parser.add_argument("--repeats", type=int, choices=[1, 2], default=2, help="1: A B C; 2: A B C C B A")
     parser.add_argument("--ray", action="store_true", help="also time the Ray executor")
     args = parser.parse_args()
     configs = experiment_configs(args.experiment, args.profile, overrides=[f"train.rounds={args.rounds}"])
     configs = configs[: args.runs]
     n = len({config_hash(c) for c in configs})  # one run per distinct config (two labels may share one)
     print(f"{args.experiment} ({args.profile}): {n} runs of {args.rounds} rounds, {args.workers} workers")
+    executors = {"process": ("process", {}), "rows": ("rows", {}), "stacked": ("rows", {"stack": True})}
+    seconds: dict[str, list[float]] = {name: [] for name in executors}
     with tempfile.TemporaryDirectory() as tmp:
-        process_s, by_process = timed(configs, Path(tmp) / "process", "process", args.workers)
-        rows_s, by_rows = timed(configs, Path(tmp) / "rows", "rows", args.workers)
-        stacked_s, by_stacked = timed(configs, Path(tmp) / "stacked", "rows", args.workers, stack=True)
-        for other in (by_rows, by_stacked):
-            same = [evals(a) == evals(b) for a, b in zip(by_process, other, strict=True)]
-            assert all(same), f"{same.count(False)} runs differ between the executors"
+        # in the order A B C C B A: a drift of the machine's speed during the benchmark favours none of them
+        order = list(executors) if args.repeats == 1 else [*executors, *reversed(executors)]
+        outs = {}
+        for i, name in enumerate(order):
+            executor, options = executors[name]
+            s, outs[name] = timed(configs, Path(tmp) / f"{name}-{i}", executor, args.workers, **options)
+            seconds[name].append(s)
+        for name in ("rows", "stacked"):
+            same = [evals(a) == evals(b) for a, b in zip(outs["process"], outs[name], strict=True)]
+            assert all(same), f"{same.count(False)} runs differ between process and {name}"
+        process_s, rows_s, stacked_s = (min(seconds[name]) for name in executors)
         line = (
             f"sweep_executors experiment={args.experiment} runs={n} rounds={args.rounds} "
             f"process_s={process_s:.1f} rows_s={rows_s:.1f} rows_speedup={process_s / rows_s:.2f} "
