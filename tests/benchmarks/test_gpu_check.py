@@ -52,6 +52,9 @@ def test_the_gpu_check_refuses_a_machine_without_cuda(tmp_path):
     data.mkdir(parents=True)
     (data / "train-images-idx3-ubyte.gz").write_bytes(b"")
     out = _run(
-        "bash", "scripts/gpu_check.sh", str(tmp_path / "out"), env={"FAIRFL_DATA": str(tmp_path / "data")}
+        "bash",
+        "scripts/gpu_check.sh",
+        str(tmp_path / "out"),
+        env={"FAIRFL_DATA": str(tmp_path / "data"), "PYTHON": sys.executable},
     )
     assert out.returncode == 2 and "CUDA is not available" in out.stderr
