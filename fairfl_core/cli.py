@@ -80,8 +80,8 @@ def cmd_sweep(args) -> int:
     )
     failed = [o for o in outcomes if o.status == "failed"]
     for o in failed:  # the error's first line; the traceback stays in SweepOutcome.error
-        label = o.config.name or o.config.algorithm.name
-        print(f"FAILED {label} seed {o.config.seed} [{o.hash}]: {o.error.splitlines()[0]}", file=sys.stderr)
+        label, error = o.config.name or o.config.algorithm.name, o.error or "no error recorded"
+        print(f"FAILED {label} seed {o.config.seed} [{o.hash}]: {error.splitlines()[0]}", file=sys.stderr)
     finished = [o.config for o in outcomes if o.status != "failed"]
     if finished:  # the table of the runs that finished
         print(_summary_table(args.results, None, finished).to_string(index=False))

@@ -7,6 +7,8 @@ that other algorithms reuse; the algorithm itself is the contract of ``base.py``
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import torch
 
@@ -42,7 +44,7 @@ def averaged(w: torch.Tensor, params: torch.Tensor, p: torch.Tensor, server_lr: 
 
 @register("fedavg")
 class FedAvg(FederatedAlgorithm):
-    Hyper = FedAvgHyper
+    Hyper: ClassVar[type] = FedAvgHyper
 
     def configure(self, t: int) -> Plan:
         return Plan(select_clients(self.sim, t, self.hp), self.sim.local_spec(t))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from fairfl_core.algorithms.base import Plan, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, select_clients
@@ -35,7 +36,7 @@ def proximal_spec(sim, t: int, mu: float, w) -> LocalSpec:
 
 @register("fedprox")
 class FedProx(FedAvg):
-    Hyper = FedProxHyper
+    Hyper: ClassVar[type] = FedProxHyper
 
     def prox_spec(self, t: int) -> LocalSpec:
         """Round t's local step with the proximal term towards the received model."""

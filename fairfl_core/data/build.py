@@ -339,14 +339,12 @@ def _tensors(parts: list[np.ndarray], offset: int, device) -> list[torch.Tensor]
 
 
 def _natural_validation(
-    part: _Partition, val_frac: float, gap: int
+    train: list[np.ndarray], test: list[np.ndarray], val_frac: float, gap: int
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """The last ``val_frac`` of each owner's samples (train + test), carved from its training part after a
     gap of ``gap`` samples (`partition.tail_holdout`)."""
-    sizes = [
-        P.holdout_size(val_frac, len(tr) + len(te)) for tr, te in zip(part.train, part.test, strict=True)
-    ]
-    return P.tail_holdout(part.train, sizes, gap)
+    sizes = [P.holdout_size(val_frac, len(tr) + len(te)) for tr, te in zip(train, test, strict=True)]
+    return P.tail_holdout(train, sizes, gap)
 
 
 def make_federated(spec: DataSpec, seed: int, device: str | torch.device = "cpu") -> FederatedDataset:
@@ -363,7 +361,9 @@ def make_federated(spec: DataSpec, seed: int, device: str | torch.device = "cpu"
     if part.test is not None:
         train, test = part.train, _tensors(part.test, n_train, "cpu")
         if spec.val_frac:
-            train, val = _natural_validation(part, spec.val_frac, dataset.meta.get("window_gap", 0))
+            train, val = _natural_validation(
+                part.train, part.test, spec.val_frac, dataset.meta.get("window_gap", 0)
+            )
     elif spec.client_test == "local":
         train, val, local_test = P.local_split(part.train, spec.test_frac, split_rng, spec.val_frac)
         test = _tensors(local_test, 0, "cpu")

@@ -192,8 +192,9 @@ def _idx_source(
 
     def load() -> Dataset | None:
         for directory in dirs:
-            files = {key: _find(directory, stem) for key, stem in stems.items()}
-            if all(files.values()):
+            found = {key: _find(directory, stem) for key, stem in stems.items()}
+            files = {key: path for key, path in found.items() if path is not None}
+            if len(files) == len(stems):
                 read = {key: _read_bytes(path) for key, path in files.items()}
                 arrays = {key: _parse_idx(read[key][1], path) for key, path in files.items()}
                 digests = [verify(info.name, path, get_again, *read[key]) for key, path in files.items()]

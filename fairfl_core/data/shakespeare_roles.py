@@ -78,7 +78,18 @@ def read_role_table(path: str | os.PathLike = ROLE_TABLE) -> list[RoleRecord]:
     expected = [f.name for f in fields(RoleRecord)]
     if not rows or list(rows[0]) != expected:
         raise ValueError(f"{path}: columns must be {expected}, got {list(rows[0]) if rows else 'no rows'}")
-    records = [RoleRecord(**{**r, "source_line": int(r["source_line"])}) for r in rows]
+    records = [
+        RoleRecord(
+            r["play"],
+            r["role"],
+            r["gender"],
+            r["evidence"],
+            int(r["source_line"]),
+            r["source_text"],
+            r["note"],
+        )
+        for r in rows
+    ]
     bad = sorted({r.gender for r in records} - set(GENDERS))
     if bad:
         raise ValueError(f"{path}: gender values {bad} are not in {GENDERS}; fix those rows")
@@ -253,6 +264,7 @@ def load_gifair_shakespeare(
     sel = select_roles(setting, windows, seed=seed, counts=counts, min_windows=min_windows)
     dataset = thin_windows(load_shakespeare(root, roles=sel.roles, **options), window_stride)
     group_of = dict(zip(sel.roles, sel.groups, strict=True))
+    assert dataset.owner_names is not None  # load_shakespeare names every role client
     owner_groups = [group_of[name] for name in dataset.owner_names]
     selection = {
         "setting": setting,

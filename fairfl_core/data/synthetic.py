@@ -80,7 +80,14 @@ def load_synthetic(
         w = rng.normal(u[:, None, None], 1.0, (num_clients, dim, num_classes))
         b = rng.normal(u[:, None], 1.0, (num_clients, num_classes))
 
-    parts = {"x_train": [], "y_train": [], "owner_train": [], "x_test": [], "y_test": [], "owner_test": []}
+    parts: dict[str, list[np.ndarray]] = {
+        "x_train": [],
+        "y_train": [],
+        "owner_train": [],
+        "x_test": [],
+        "y_test": [],
+        "owner_test": [],
+    }
     for k in range(num_clients):
         x = v[k] + np.sqrt(sigma) * rng.standard_normal((n[k], dim))
         y = np.argmax(x @ w[k] + b[k], axis=1)
@@ -94,8 +101,14 @@ def load_synthetic(
     label = "iid" if iid else f"({alpha:g}, {beta:g})"
     return Dataset(
         name="synthetic_iid" if iid else f"synthetic_{alpha:g}_{beta:g}",
+        x_train=tensors["x_train"],
+        y_train=tensors["y_train"],
+        x_test=tensors["x_test"],
+        y_test=tensors["y_test"],
         num_classes=num_classes,
         source=f"generated: FedProx Synthetic{label}, seed {seed}",
+        owner_train=tensors["owner_train"],
+        owner_test=tensors["owner_test"],
         owner_names=[f"f_{k:05d}" for k in range(num_clients)],
         meta={
             "alpha": alpha,
@@ -111,5 +124,4 @@ def load_synthetic(
             "W": np.asarray(w),
             "b": np.asarray(b),
         },
-        **tensors,
     )

@@ -218,7 +218,7 @@ def _read_jsonl(f: Path) -> tuple[list[dict[str, Any]], str | None]:
     if not f.exists():
         return [], None
     lines = f.read_bytes().splitlines()
-    out = []
+    out: list[dict[str, Any]] = []
     for i, line in enumerate(lines):
         try:
             record = json.loads(line)

@@ -227,10 +227,8 @@ def topology(name: str, n: int, *, rho: float | None = None, seed: Seed = 0) -> 
     if name not in TOPOLOGIES:
         raise ValueError(f"unknown topology {name!r}; use one of {', '.join(TOPOLOGIES)}")
     if name in TARGETED_TOPOLOGIES:
-        if rho is None:
-            _check_target(rho, name)
         build = random_graph if name == "random" else unbalanced_complete
-        return build(n, rho, seed=seed)
+        return build(n, _check_target(rho, name), seed=seed)
     if rho is not None:
         raise ValueError(
             f"topology {name!r} has a fixed spectral gap; rho applies only to "

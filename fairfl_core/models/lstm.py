@@ -60,10 +60,11 @@ class LSTMLayer(nn.Module):
 
     def _biases(self) -> tuple[torch.Tensor, torch.Tensor]:
         if len(self.bias_names) == 2:
-            return self.bias_ih, self.bias_hh
-        constant = torch.zeros_like(self.bias)
+            return self.get_parameter("bias_ih"), self.get_parameter("bias_hh")
+        bias = self.get_parameter("bias")
+        constant = torch.zeros_like(bias)
         constant[self.hidden_size : 2 * self.hidden_size] = self.forget_bias
-        return self.bias, constant
+        return bias, constant
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         state = x.new_zeros(1, x.shape[0], self.hidden_size)

@@ -43,14 +43,16 @@ class Paper:
     """One paper. ``name``: its ``paper_results/<name>.csv``; ``experiments``: the catalogue names its main
     notebook runs, in order; ``left_out``: profile → {experiment: why the notebook does not run it there};
     ``unavailable``: experiment → why it cannot run on this machine (e.g. data without a stand-in), or None;
-    ``claim_builders``: experiment name (or its prefix) → ``claims(experiment, runs)``; ``readings``: the
-    start of its heading in ``docs/readings.md``."""
+    ``claim_builders``: experiment name (or its prefix) → ``claims(experiment, runs)``; ``printed_in``: the
+    ``paper_results`` CSV of its numbers when it is not ``<name>.csv`` (an appendix bundle reads its paper's);
+    ``readings_heading``: the start of its heading in ``docs/readings.md``."""
 
     name: str
     experiments: tuple[str, ...]
     left_out: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     unavailable: Callable[[str], str | None] = _available
     claim_builders: Mapping[str, ClaimBuilder] = field(default_factory=dict)
+    printed_in: str = ""
     readings_heading: str = ""
 
     def __post_init__(self) -> None:
@@ -81,11 +83,11 @@ class Paper:
 
     def values(self) -> pd.DataFrame:
         """Every printed number of the paper (:func:`~fairfl_core.report.paper.load_paper_results`)."""
-        return load_paper_results(self.name)
+        return load_paper_results(self.printed_in or self.name)
 
     def value(self, table: str, dataset: str, method: str, metric: str) -> float:
         """One printed number (:func:`~fairfl_core.report.paper.printed`)."""
-        return printed(self.name, table, dataset, method, metric)[0]
+        return printed(self.printed_in or self.name, table, dataset, method, metric)[0]
 
     def readings(self, path: Path = READINGS) -> str:
         """The paper's section of ``docs/readings.md``: how the package reads what the paper leaves open."""

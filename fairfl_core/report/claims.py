@@ -25,7 +25,7 @@ import pandas as pd
 
 from fairfl_core.report.paper import paper_cell
 
-__all__ = ["OPS", "PAPER", "Z", "Claim", "Outcome", "check_claims", "seed_outcome"]
+__all__ = ["OPS", "PAPER", "Z", "Claim", "Outcome", "check_claims", "exact_results", "seed_outcome"]
 
 PAPER = "paper"  # `than` sentinel: the paper's value for the same method, metric and dataset
 Z = 2.0  # noise band: |margin| <= Z * SE is "within noise"
@@ -184,3 +184,12 @@ def check_claims(
             )
         rows += [_check_one(claim, agg, paper, d) for d in datasets]
     return pd.DataFrame(rows)
+
+
+def exact_results(table: pd.DataFrame, dataset: str) -> pd.DataFrame:
+    """A computed table (a ``method`` column, one column per metric, e.g. a toy example's points) on
+    ``dataset``, in the long form of :func:`~fairfl_core.report.tables.aggregate` that :func:`check_claims`
+    reads. Its numbers are computed once, not means over seeds (``std`` NaN, ``n`` 1): the sign of each
+    claim's margin decides."""
+    long = table.melt(id_vars="method", var_name="metric", value_name="mean")
+    return long.assign(dataset=dataset, std=math.nan, n=1)

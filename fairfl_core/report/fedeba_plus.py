@@ -1,48 +1,32 @@
-"""FedEBA+'s claims per table (Table 1, Table 3, Tables 7/15/16, Fig. 9, Fig. 14, App. M) as ``Claim`` lists
-on the labels of its experiments, the appendix's tables that are metrics of runs (Tables 17–19), and the
-Fig. 1 toy example (App. I.1) with its claims."""
+"""FedEBA+'s claims per table (Table 1, Table 3, Tables 7/15/16, Fig. 9, Fig. 14) as ``Claim`` lists on the
+labels of its experiments, and the Fig. 1 toy example (App. I.1) with its claims. The appendix's (App. M)
+are the bundle of :mod:`fairfl_core.report.fedeba_plus_appendix`."""
 
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from fairfl_core import metrics
 from fairfl_core.algorithms.fedeba import figure1_toy, toy_losses
-from fairfl_core.experiments.config import ExperimentConfig
-from fairfl_core.experiments.papers.fedeba_plus import TABLE1
-from fairfl_core.experiments.papers.fedeba_plus_appendix import (
-    OURS,
-    TABLE9,
-    TABLE10,
-    TABLE11,
-    TABLE13,
-    client_optimum_losses,
-)
 from fairfl_core.experiments.profiles import Experiment, get_experiment
-from fairfl_core.experiments.store import RunStore, client_accuracy_key
 from fairfl_core.report.bundle import Paper, paper_rows, register_paper
-from fairfl_core.report.claims import PAPER, Claim
-from fairfl_core.report.paper import load_paper_results, printed
+from fairfl_core.report.claims import PAPER, Claim, exact_results
+from fairfl_core.report.paper import load_paper_results
 
 __all__ = [
     "BUNDLE",
     "ablation_claims",
     "annealing_claims",
-    "appendix_claims",
     "dirichlet_claims",
     "fairer_than_fedavg",
     "figure1_claims",
     "figure1_points",
+    "figure1_results",
     "figure1_table",
     "sensitivity_claims",
     "table1_claims",
     "theta_claims",
-    "with_cv_improvement",
-    "with_faa",
 ]
 
 
@@ -65,107 +49,6 @@ def fairer_than_fedavg(labels, source: str) -> list[Claim]:
             for m in labels
         ),
     ]
-
-
-def with_cv_improvement(runs: pd.DataFrame, reference: str = "FedAvg") -> pd.DataFrame:
-    """``runs`` plus ``cv_improvement`` (Table 18, in %): 100 (C_v^ref − C_v) / C_v^ref of each run against
-    the mean C_v of the ``reference`` method's runs on the same dataset (NaN where it has none)."""
-    ref = runs[runs["method"] == reference].groupby("dataset")["cv"].mean()
-    improvement = [
-        100 * metrics.cv_improvement(cv, ref[d]) if d in ref and pd.notna(cv) else np.nan
-        for d, cv in zip(runs["dataset"], pd.to_numeric(runs["cv"]), strict=True)
-    ]
-    return runs.assign(cv_improvement=improvement)
-
-
-def with_faa(runs: pd.DataFrame, local_steps: int) -> pd.DataFrame:
-    """``runs`` plus ``faa`` (Table 17): ``metrics.faa`` of the clients' test losses at the last evaluation
-    (the personalised models' for personalised methods) against F_i(x_i*) = ``client_optimum_losses`` of
-    the run's data, model and seed (a cached ``local`` run beside it), or 0 with ``local_steps = 0``."""
-    optimum: dict[str, np.ndarray] = {}
-    values = []
-    for path in runs["path"]:
-        store = RunStore(path)
-        last = store.records("evals")[-1]
-        loss = np.asarray(last[client_accuracy_key(last).replace("_acc", "_loss")], dtype=float)
-        if not local_steps:
-            values.append(metrics.faa(loss, np.zeros_like(loss)))
-            continue
-        config = store.config()
-        key = json.dumps([config[k] for k in ("data", "model", "seed")] + [config["train"]], sort_keys=True)
-        if key not in optimum:
-            optimum[key] = client_optimum_losses(
-                ExperimentConfig.from_dict(config), local_steps, Path(path).parent
-            )
-        values.append(metrics.faa(loss, optimum[key]))
-    return runs.assign(faa=values)
-
-
-def appendix_claims() -> dict[str, list]:
-    """The appendix's claims per table as ``report.Claim`` lists, on the method labels of the appendix's
-    experiments (Tables 17–19: on Table 1's labels, against the baselines those tables print)."""
-
-    def beats(metric, what, methods, source, op="<", rows=None):
-        return [
-            Claim(f"FedEBA+ has a {what} than {m.label}", metric, OURS, op, m.label, source=source)
-            for m in methods
-            if m.label != OURS and (rows is None or m.paper_row in rows)
-        ]
-
-    in_17, in_18_19 = ("FedAvg", "q-FFL"), ("FedAvg", "q-FFL", "FedMGDA+", "PropFair", "TERM")
-    ours = paper_rows(get_experiment("fedeba_table9_mlp"))  # label -> row below
-    ours_row = next(row for row, label in ours.items() if label == OURS)
-
-    def table9(method: str, metric: str) -> str:
-        return f"{printed('fedeba_plus', 'Table 9', 'CIFAR-10', method, metric)[0]:.2f}"
-
-    def change(metric: str) -> str:
-        return f"Table 9 ({table9('FedAvg', metric)} → {table9(ours_row, metric)})"
-
-    return {
-        "Table 9": [
-            *beats(
-                "std",
-                "lower client-accuracy std",
-                TABLE9,
-                f"Table 9 and App. M text ({table9(ours_row, 'std')} lowest)",
-            ),
-            Claim(
-                "FedEBA+ raises the worst-5% accuracy over FedAvg",
-                "worst5",
-                OURS,
-                ">",
-                "FedAvg",
-                source=change("worst5"),
-            ),
-            Claim(
-                "FedEBA+ has no lower global accuracy than FedAvg",
-                "global_acc",
-                OURS,
-                ">=",
-                "FedAvg",
-                source=change("global_acc"),
-            ),
-        ],
-        "Table 10": [
-            *beats("var", "lower variance with momentum", TABLE10, "Table 10, C12"),
-            *beats("global_acc", "higher global accuracy with momentum", TABLE10, "Table 10, C12", ">"),
-        ],
-        "Table 11": [
-            *beats("var", "lower variance with FedVARP", TABLE11, "Table 11, C12"),
-            *beats("global_acc", "higher global accuracy with FedVARP", TABLE11, "Table 11, C12", ">"),
-        ],
-        "Table 13": [
-            *beats("var", "lower variance under label noise", TABLE13, "Table 13, C14"),
-            *beats("global_acc", "higher global accuracy under label noise", TABLE13, "Table 13, C14", ">"),
-        ],
-        "Table 17": beats("faa", "lower FAA", TABLE1, "Table 17, C15", rows=in_17),
-        "Table 18": beats("cv", "lower C_v", TABLE1, "Table 18, C15", rows=in_18_19),
-        "Table 19": [
-            *beats("angle", "smaller angle to the all-ones vector", TABLE1, "Table 19, C15", rows=in_18_19),
-            *beats("kl", "smaller KL(a‖u)", TABLE1, "Table 19, C15", rows=in_18_19),
-        ],
-    }
 
 
 def table1_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
@@ -386,13 +269,13 @@ def dirichlet_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
 
 # -- Fig. 1: the toy example (App. I.1) ------------------------------------------------------------------
 FIG1_TAU = 5.311  # puts EBA at the paper's x ≈ −0.1; the paper prints τ = 1, which gives x = −0.967
-_FIG1_PAPER_ROW = {"FedAvg": "FedAvg", "q-FFL (paper's printed point)": "q-FFL", f"EBA (τ={FIG1_TAU})": "EBA"}
+FIG1_EBA, FIG1_QFFL = f"EBA (τ={FIG1_TAU})", "q-FFL (formula, q=1)"
+FIG1_QFFL_PRINTED = "q-FFL (paper's printed point)"
+_FIG1_PAPER_ROW = {"FedAvg": "FedAvg", FIG1_QFFL_PRINTED: "q-FFL", FIG1_EBA: "EBA"}
 
 
 def _fig1_paper(method: str, metric: str) -> float:
-    paper = load_paper_results("fedeba_plus")
-    hit = paper[(paper["table"] == "Figure 1") & (paper["method"] == method) & (paper["metric"] == metric)]
-    return float(hit["value"].iloc[0])
+    return BUNDLE.value("Figure 1", "toy", method, metric)
 
 
 def figure1_points() -> dict[str, float]:
@@ -401,9 +284,9 @@ def figure1_points() -> dict[str, float]:
     toy = figure1_toy(tau=FIG1_TAU)
     return {
         "FedAvg": toy["fedavg"],
-        "q-FFL (formula, q=1)": toy["qffl"],
-        "q-FFL (paper's printed point)": _fig1_paper("q-FFL", "x_next"),
-        f"EBA (τ={FIG1_TAU})": toy["eba"],
+        FIG1_QFFL: toy["qffl"],
+        FIG1_QFFL_PRINTED: _fig1_paper("q-FFL", "x_next"),
+        FIG1_EBA: toy["eba"],
         "EBA (τ=1, as printed)": figure1_toy(tau=1.0)["eba"],
     }
 
@@ -431,35 +314,51 @@ def figure1_table(points: dict[str, float]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def figure1_claims(table: pd.DataFrame) -> pd.DataFrame:
-    """App. I.1's claims, computed from ``figure1_table``: EBA's point, and the orderings of the loss
-    variance and of the entropy (EBA fairest, FedAvg least fair)."""
-    row = table.set_index("method")
-    eba, qffl, printed = f"EBA (τ={FIG1_TAU})", "q-FFL (formula, q=1)", "q-FFL (paper's printed point)"
+def figure1_results(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``figure1_table`` as :func:`~fairfl_core.report.claims.check_claims` reads it: its points, loss
+    variances and entropies (``exact_results``: computed, not run), and the paper's points and entropies."""
+    ours = exact_results(table[["method", "x_{t+1}", "variance", "entropy (bits)"]], "toy")
+    printed = table[["method", "paper x_{t+1}", "paper entropy"]].rename(
+        columns={"paper x_{t+1}": "x_{t+1}", "paper entropy": "entropy (bits)"}
+    )
+    paper = exact_results(printed, "toy").rename(columns={"mean": "paper_value"}).dropna(subset="paper_value")
+    return ours, paper
 
-    def ordered(column, names, descending):
-        values = [float(row.loc[n, column]) for n in names]
-        holds = all((a > b) if descending else (a < b) for a, b in zip(values[:-1], values[1:], strict=True))
-        return [round(v, 3) for v in values], holds
 
-    claims = []
-    x, target = float(row.loc[eba, "x_{t+1}"]), float(row.loc[eba, "paper x_{t+1}"])
-    claims.append(
-        (
+def figure1_claims() -> list[Claim]:
+    """App. I.1's claims on ``figure1_results`` (the toy is computed, not run: no experiment): EBA lands at
+    the paper's point, and the loss variance and the entropy of the normalised losses order EBA, q-FFL,
+    FedAvg from fairest to least fair."""
+    target = _fig1_paper("EBA", "x_next")
+    return [
+        Claim(
             f"Fig. 1: EBA (τ={FIG1_TAU}) lands at the paper's x ≈ {target:g}",
-            round(x, 4),
-            target,
-            abs(x - target) < 1e-3,
-        )
-    )
-    values, holds = ordered("variance", (eba, qffl, "FedAvg"), descending=False)
-    claims.append(("Fig. 1: loss variance EBA < q-FFL < FedAvg", values, None, holds))
-    values, holds = ordered("entropy (bits)", (eba, printed, "FedAvg"), descending=True)
-    paper = [float(row.loc[n, "paper entropy"]) for n in (eba, printed, "FedAvg")]
-    claims.append(("App. I.1: entropy of the normalised losses EBA > q-FFL > FedAvg", values, paper, holds))
-    return pd.DataFrame(
-        [{"claim": c, "value": v, "paper": p, "result": "pass" if ok else "fail"} for c, v, p, ok in claims]
-    )
+            "x_{t+1}",
+            FIG1_EBA,
+            "≈",
+            PAPER,
+            tolerance=1e-3,
+            source="Fig. 1",
+        ),
+        Claim("Fig. 1: loss variance EBA < q-FFL", "variance", FIG1_EBA, "<", FIG1_QFFL, source="Fig. 1"),
+        Claim("Fig. 1: loss variance q-FFL < FedAvg", "variance", FIG1_QFFL, "<", "FedAvg", source="Fig. 1"),
+        Claim(
+            "App. I.1: entropy of the normalised losses EBA > q-FFL",
+            "entropy (bits)",
+            FIG1_EBA,
+            ">",
+            FIG1_QFFL_PRINTED,
+            source="App. I.1",
+        ),
+        Claim(
+            "App. I.1: entropy of the normalised losses q-FFL > FedAvg",
+            "entropy (bits)",
+            FIG1_QFFL_PRINTED,
+            ">",
+            "FedAvg",
+            source="App. I.1",
+        ),
+    ]
 
 
 BUNDLE = register_paper(

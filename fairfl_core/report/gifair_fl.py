@@ -155,7 +155,13 @@ def _mean(agg: pd.DataFrame, method: str, metric: str) -> float:
 
 def _worst_best(agg: pd.DataFrame, fedavg: str, n: int) -> tuple[str, str]:
     accs = {f"group_acc_{g}": _mean(agg, fedavg, f"group_acc_{g}") for g in range(n)}
-    return min(accs, key=accs.get), max(accs, key=accs.get)
+    return min(accs, key=lambda g: accs[g]), max(accs, key=lambda g: accs[g])
+
+
+def _printed(paper: pd.DataFrame, method: str, metric: str) -> float:
+    """The paper's printed value of one cell (``paper_cell``), NaN where it prints none."""
+    value = paper_cell(paper, method, metric)
+    return math.nan if value is None else value
 
 
 def _individual_claims(m: dict[str, str]) -> list[Claim]:
@@ -246,7 +252,7 @@ def targets_table(experiment: Experiment, agg: pd.DataFrame, paper: pd.DataFrame
             return math.nan
         return float(hit["mean"].iloc[0]), float(hit["std"].iloc[0]), int(hit["n"].iloc[0])
 
-    paper_value = functools.partial(paper_cell, paper, default=math.nan)
+    paper_value = functools.partial(_printed, paper)
 
     def mean(side: tuple | float) -> float:
         return side[0] if isinstance(side, tuple) else side
@@ -290,7 +296,7 @@ def gap_table(experiment: Experiment, agg: pd.DataFrame, paper: pd.DataFrame) ->
     fed = method_labels(experiment)["FedAvg"]
     worst, best = _worst_best(agg, fed, len(labels))
 
-    paper_value = functools.partial(paper_cell, paper, default=math.nan)
+    paper_value = functools.partial(_printed, paper)
 
     out = []
     for method in dict.fromkeys(agg["method"]):
@@ -391,9 +397,12 @@ def lambda_checks(runs: pd.DataFrame, labels: tuple[str, ...]) -> pd.DataFrame:
     start = stats.loc[first, [(label, "mean") for label in labels]].droplevel(1)
     worst, best = start.idxmin(), start.idxmax()
 
+    def side(lam: float, column: str) -> tuple[float, float, int]:
+        mean, std, count = stats.loc[lam, column].to_numpy(float)
+        return float(mean), float(std), int(count)
+
     def compare(text: str, column: str, op: str, lam: float, than: float, tolerance: float = 0.0) -> tuple:
-        side = [tuple(stats.loc[x, column].to_numpy(float)) for x in (lam, than)]
-        o = seed_outcome(op, *side, tolerance)
+        o = seed_outcome(op, side(lam, column), side(than, column), tolerance)
         return text, o.difference, o.se, "sign (no SE)" if math.isnan(o.se) else f"{Z:g}·SE", o.result
 
     trend = data[[LAM, "group_gap"]].dropna()

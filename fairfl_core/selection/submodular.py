@@ -31,7 +31,7 @@ Readings where the paper is silent:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -56,7 +56,7 @@ __all__ = [
     "unionfl_objective",
 ]
 
-PHI = {"identity": lambda x: x, "log1p": np.log1p}
+PHI: dict[str, Callable[[np.ndarray], np.ndarray]] = {"identity": lambda x: x, "log1p": np.log1p}
 GREEDY_METHODS = ("stochastic", "lazy", "naive")
 NONMONOTONE = ("fill", "stop")
 

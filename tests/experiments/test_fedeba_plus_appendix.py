@@ -3,6 +3,7 @@ or has a reason, the plug-ins / noise / stand-in reach the run configs, the repo
 numbers, and the claims hold in the paper's own numbers."""
 
 import json
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -16,7 +17,7 @@ from fairfl_core.experiments.papers import fedeba_plus_appendix as fa
 from fairfl_core.experiments.profiles import experiment_configs, get_experiment, get_profile
 from fairfl_core.experiments.runner import run_data, run_experiment
 from fairfl_core.models import build_model
-from fairfl_core.report import fedeba_plus as rf
+from fairfl_core.report import fedeba_plus_appendix as ra
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
 
@@ -151,7 +152,7 @@ def test_with_missing_rows_other_table_labels_and_decimals():
 
 def test_cv_improvement_against_the_fedavg_mean():
     runs = _runs(method=["FedAvg", "FedAvg", "FedEBA+"], cv=[0.10, 0.12, 0.088])
-    out = rf.with_cv_improvement(pd.concat([runs, _runs(label="other", method=["FedEBA+"], cv=[0.1])]))
+    out = ra.with_cv_improvement(pd.concat([runs, _runs(label="other", method=["FedEBA+"], cv=[0.1])]))
     # reference (0.10 + 0.12) / 2 = 0.11: FedEBA+ 100 (0.11 − 0.088) / 0.11 = 20%; FedAvg runs ±9.09%
     assert out["cv_improvement"].iloc[:3].tolist() == pytest.approx([100 / 11, -100 / 11, 20.0])
     assert np.isnan(out["cv_improvement"].iloc[3])  # no FedAvg on that dataset
@@ -170,7 +171,7 @@ def digits_run(tmp_path_factory):
 def test_faa_with_the_loss_shortcut(digits_run):
     _, runs = digits_run
     loss = json.loads(open(f"{runs['path'][0]}/evals.jsonl").read().splitlines()[-1])["client_loss"]
-    assert rf.with_faa(runs, 0)["faa"].iloc[0] == pytest.approx(max(loss) - min(loss))
+    assert ra.with_faa(runs, 0)["faa"].iloc[0] == pytest.approx(max(loss) - min(loss))
 
 
 def test_faa_against_each_clients_own_optimum(digits_run, tmp_path):
@@ -180,7 +181,7 @@ def test_faa_against_each_clients_own_optimum(digits_run, tmp_path):
     assert optimum.shape == (8,) and np.isfinite(optimum).all()
     assert optimum.mean() < untrained.mean()  # trained on its own data, each client's test loss drops
     loss = json.loads(open(f"{runs['path'][0]}/evals.jsonl").read().splitlines()[-1])["client_loss"]
-    assert rf.with_faa(runs, 30)["faa"].iloc[0] == pytest.approx(metrics.faa(loss, optimum))
+    assert ra.with_faa(runs, 30)["faa"].iloc[0] == pytest.approx(metrics.faa(loss, optimum))
     with pytest.raises(ValueError, match="at least 1 step"):
         fa.client_optimum_losses(cfg, 0, tmp_path)
 
@@ -211,33 +212,35 @@ def test_the_local_optima_are_a_cached_run_of_every_client_training_alone(digits
 
 
 # -- the claims ---------------------------------------------------------------------------------------------
-CLAIM_EXPERIMENTS = {
-    "Table 9": ["fedeba_table9_mlp"],
-    "Table 10": ["fedeba_table10_momentum"],
-    "Table 11": ["fedeba_table11_fedvarp"],
-    "Table 13": ["fedeba_table13_noise_fmnist", "fedeba_table13_noise_cifar10"],
-    "Table 17": ["fedeba_table1_fmnist", "fedeba_table1_cifar10"],
-    "Table 18": ["fedeba_table1_fmnist", "fedeba_table1_cifar10"],
-    "Table 19": ["fedeba_table1_fmnist"],
-}
-
-
-@pytest.mark.parametrize("table", sorted(CLAIM_EXPERIMENTS))
-def test_claims_name_registered_methods_and_hold_in_the_papers_numbers(table):
-    claims = rf.appendix_claims()[table]
+@pytest.mark.parametrize("name", ra.BUNDLE.experiments)
+def test_claims_name_registered_methods_and_hold_in_the_papers_numbers(name):
+    exp = get_experiment(name)
+    claims = ra.BUNDLE.claims(exp, None)
     assert claims
-    for name in CLAIM_EXPERIMENTS[table]:
-        exp = get_experiment(name)
-        labels = {m.label for m in exp.method_list()}
-        assert {c.method for c in claims} | {c.than for c in claims} <= labels
-        data = "cifar10" if "cifar10" in name or "table9" in name else "fashion_mnist"
-        runs = _runs(data, method=["FedAvg"], global_acc=[0.0])
-        paper = report.paper_values(exp, runs, (table,))
-        as_results = paper.rename(columns={"paper_value": "mean", "paper_std": "std"}).assign(n=5)
-        checked = report.check_claims(claims, as_results, paper)
-        # the printed means satisfy every claim; with the printed stds over 5 seeds a few are within noise
-        assert set(checked["holds_in_paper"]) == {"holds"}, checked.loc[checked["holds_in_paper"] != "holds"]
-        assert "fails" not in set(checked["result"]), checked.loc[checked["result"] == "fails", "claim"]
+    assert {c.method for c in claims} | {c.than for c in claims} <= {m.label for m in exp.method_list()}
+    tables = sorted({re.match(r"Table \d+", c.source).group() for c in claims})  # each claim cites its table
+    data = "cifar10" if "cifar10" in name or "table9" in name else "fashion_mnist"
+    runs = _runs(data, method=["FedAvg"], global_acc=[0.0])
+    paper = report.paper_values(exp, runs, tuple(tables))
+    as_results = paper.rename(columns={"paper_value": "mean", "paper_std": "std"}).assign(n=5)
+    checked = report.check_claims(claims, as_results, paper)
+    # the printed means satisfy every claim; with the printed stds over 5 seeds a few are within noise
+    assert set(checked["holds_in_paper"]) == {"holds"}, checked.loc[checked["holds_in_paper"] != "holds"]
+    assert "fails" not in set(checked["result"]), checked.loc[checked["result"] == "fails", "claim"]
+
+
+def test_tables_17_to_19_claim_the_baselines_each_table_prints():
+    """Table 17 prints FedAvg and q-FFL among Table 1's rows, Tables 18 and 19 also FedMGDA+, PropFair and
+    TERM; Table 19 prints the Fashion-MNIST column only."""
+    fmnist = ra.BUNDLE.claims(get_experiment("fedeba_table1_fmnist"), None)
+    cifar10 = ra.BUNDLE.claims(get_experiment("fedeba_table1_cifar10"), None)
+    rows = {m.label: m.paper_row for m in get_experiment("fedeba_table1_fmnist").method_list()}
+    by_metric = {
+        metric: {rows[c.than] for c in fmnist if c.metric == metric} for metric in ("faa", "cv", "kl")
+    }
+    assert by_metric["faa"] == {"FedAvg", "q-FFL"}
+    assert by_metric["cv"] == by_metric["kl"] == {"FedAvg", "q-FFL", "FedMGDA+", "PropFair", "TERM"}
+    assert {c.metric for c in cifar10} == {"faa", "cv"} and len(fmnist) == len(cifar10) + 10
 
 
 def test_cnn_experiments_fit_the_quick_budget_and_keep_every_method_at_paper():

@@ -8,6 +8,7 @@ import pytest
 from fairfl_core.experiments.profiles import get_experiment
 from fairfl_core.gossip import CommCostModel
 from fairfl_core.report import afga as R
+from fairfl_core.report.claims import check_claims, exact_results
 
 
 def _run(tmp_path, name, accuracies, algorithm, seed=0, steps=24):
@@ -58,9 +59,13 @@ def test_table7_hours_reproduce_the_papers_cells_from_its_rounds(tmp_path):
     assert hours.loc["AFGA", "hours_to_78"] == pytest.approx(223.48)
     assert hours.loc["CAFGA", "hours_to_78"] == pytest.approx(172.42)
     assert hours["hours_to_80"].isna().all()  # never reached
-    claim = R.table7_claims(hours.reset_index())
-    assert claim["result"].iloc[0] == "holds"
-    assert claim["paper"].iloc[0] == "holds (172.42 h vs 194.0 h, Table 7)"  # from paper_results/afga.csv
+    printed = R.BUNDLE.values().query("table == 'Table 7'").rename(columns={"value": "paper_value"})
+    checked = check_claims(R.table7_claims(), exact_results(hours.reset_index(), "CIFAR-10"), printed)
+    assert checked["result"].tolist() == ["holds"] and checked["se"].isna().all()  # computed once: no SE
+    assert checked["holds_in_paper"].tolist() == ["holds"]  # 172.42 h vs 194.0 h in paper_results/afga.csv
+    assert checked["metric"].tolist() == ["hours_to_78"]
+    never = check_claims(R.table7_claims(80.0), exact_results(hours.reset_index(), "CIFAR-10"), printed)
+    assert never["result"].tolist() == ["missing"]  # neither reaches 80 %
 
 
 def test_topology_claims_compare_consecutive_gaps_of_one_algorithm_among_the_methods_run():

@@ -1,17 +1,33 @@
 """Each paper is one registered bundle: its plan per profile, claims of one signature, printed numbers and
 readings."""
 
+import importlib
+import inspect
+import pkgutil
+import typing
+
+import numpy as np
 import pandas as pd
 import pytest
 
+from fairfl_core import report
 from fairfl_core.data.stand_ins import present
 from fairfl_core.experiments.papers import afga as A
 from fairfl_core.experiments.papers import submodular_selection as S
-from fairfl_core.experiments.profiles import EXPERIMENTS, PROFILES, get_experiment
+from fairfl_core.experiments.profiles import EXPERIMENTS, PROFILES, Experiment, get_experiment
 from fairfl_core.report import PAPER, Claim, get_paper
 from fairfl_core.report.bundle import PAPERS
 
-NAMES = ("afga", "equitable_fl", "fedeba_plus", "gifair_fl", "submodular_selection")
+
+def _bundles() -> tuple[str, ...]:
+    """Every registered bundle: each module of ``fairfl_core.report`` registers its own on import."""
+    for module in pkgutil.iter_modules(report.__path__, "fairfl_core.report."):
+        importlib.import_module(module.name)
+    return tuple(sorted(PAPERS))
+
+
+NAMES = _bundles()
+BUILDERS = [(name, key) for name in NAMES for key in PAPERS[name].claim_builders]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -36,27 +52,36 @@ def test_the_plans_of_afga_and_submodular_selection():
     assert sub.planned("smoke")[0] == [f"submodular_table{i}_mnist" for i in range(1, 5)]
 
 
-@pytest.mark.parametrize("name", ["afga", "equitable_fl", "fedeba_plus", "submodular_selection"])
-def test_claims_have_one_signature_and_name_methods_of_the_experiment(name):
-    paper = get_paper(name)
-    claimed = [get_experiment(n) for n in sorted(EXPERIMENTS) if paper.claimed([n])]
-    assert claimed
-    for experiment in claimed:
-        # Table 1's claims name the Fashion-MNIST column's methods on both columns (CIFAR-10 runs a subset:
-        # the others' claims come out "missing")
-        labelled = (
-            get_experiment("fedeba_table1_fmnist")
-            if experiment.name.startswith("fedeba_table1_")
-            else experiment
-        )
-        labels = {m.label for m in labelled.method_list()}
-        runs = pd.DataFrame({"method": [m.label for m in experiment.method_list()]})
-        claims = paper.claims(experiment, runs)
-        assert claims and all(isinstance(c, Claim) for c in claims), experiment.name
+def _runs(experiment: Experiment) -> pd.DataFrame:
+    """One run per method of ``experiment`` with the per-group accuracies that GIFAIR-FL's claims read."""
+    labels = [m.label for m in experiment.method_list()]
+    groups = np.random.default_rng(0).uniform(0, 100, (3, len(labels)))
+    return pd.DataFrame(
+        {"method": labels, "dataset": "d", "data": "d", "stand_in": None, "status": "complete", "seed": 0}
+        | {f"group_acc_{g}": accuracies for g, accuracies in enumerate(groups)}
+    )
+
+
+@pytest.mark.parametrize(("name", "key"), BUILDERS, ids=[f"{n}:{k}" for n, k in BUILDERS])
+def test_every_claim_builder_has_the_one_signature_and_names_methods_of_its_experiment(name, key):
+    """The contract of a registered claim builder: ``claims(experiment, runs) -> list[Claim]`` on every
+    experiment it is registered for, naming only that experiment's methods."""
+    builder = PAPERS[name].claim_builders[key]
+    assert list(inspect.signature(builder).parameters) == ["experiment", "runs"]
+    assert typing.get_type_hints(builder)["return"] == list[Claim]
+    experiments = [get_experiment(n) for n in sorted(EXPERIMENTS) if n.startswith(key)]
+    assert experiments, f"paper {name!r}: claim builder {key!r} names no registered experiment"
+    for experiment in experiments:
+        # FedEBA+ Table 1's claims name the Fashion-MNIST column's methods on both columns (CIFAR-10 runs a
+        # subset: the others' claims come out "missing")
+        labelled = get_experiment("fedeba_table1_fmnist") if key == "fedeba_table1_" else experiment
+        claims = builder(experiment, _runs(experiment))
+        assert isinstance(claims, list) and claims, experiment.name
+        assert all(isinstance(c, Claim) for c in claims), experiment.name
         named = {c.method for c in claims} | {
             c.than for c in claims if isinstance(c.than, str) and c.than != PAPER
         }
-        assert named <= labels, (experiment.name, named - labels)
+        assert named <= {m.label for m in labelled.method_list()}, (experiment.name, named)
 
 
 def test_printed_values_and_readings_come_from_the_shipped_files():
@@ -64,6 +89,11 @@ def test_printed_values_and_readings_come_from_the_shipped_files():
     assert afga.value("Table 7", "CIFAR-10", "CAFGA", "hours_to_78") == 172.42
     with pytest.raises(KeyError, match="prints no"):
         afga.value("Table 7", "CIFAR-10", "CAFGA", "hours_to_99")
+    appendix = get_paper("fedeba_plus_appendix")  # its numbers are FedEBA+'s
+    assert appendix.values().equals(get_paper("fedeba_plus").values())
+    assert appendix.value("Table 9", "CIFAR-10", "FedAvg", "std") == get_paper("fedeba_plus").value(
+        "Table 9", "CIFAR-10", "FedAvg", "std"
+    )
     assert afga.readings().startswith("## AFGA and CAFGA")
     assert "## SubTrunc" not in afga.readings()
     for name in NAMES:  # every bundle names its section of docs/readings.md
@@ -73,4 +103,4 @@ def test_printed_values_and_readings_come_from_the_shipped_files():
 def test_an_unknown_paper_is_named_with_the_registered_ones():
     with pytest.raises(KeyError, match="no paper 'sixth'"):
         get_paper("sixth")
-    assert set(NAMES) <= set(PAPERS)
+    assert {"afga", "fedeba_plus", "fedeba_plus_appendix", "gifair_fl", "submodular_selection"} <= set(PAPERS)

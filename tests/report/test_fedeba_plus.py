@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from fairfl_core import report
 from fairfl_core.report import fedeba_plus as rf
 
 
@@ -16,17 +17,22 @@ def test_figure1_table_by_hand():
     assert table["paper x_{t+1}"] == 0.5 and table["paper entropy"] == 0.890  # App. I.1
 
 
+def _checked(points):
+    return report.check_claims(rf.figure1_claims(), *rf.figure1_results(rf.figure1_table(points)))
+
+
 def test_figure1_points_and_claims():
     points = rf.figure1_points()
     assert points["q-FFL (formula, q=1)"] == pytest.approx(8 / 21)
     assert points["q-FFL (paper's printed point)"] == -0.4
-    claims = rf.figure1_claims(rf.figure1_table(points))
-    assert list(claims["result"]) == ["pass"] * 3
-    assert claims["paper"].iloc[2] == [0.996, 0.942, 0.890]
+    checked = _checked(points)
+    assert list(checked["result"]) == ["holds"] * 5
+    # the paper's entropies (App. I.1: EBA 0.996, q-FFL 0.942, FedAvg 0.890) order the same way
+    assert list(checked["holds_in_paper"]) == ["n/a"] * 3 + ["holds"] * 2
+    assert checked["reference"].iloc[0] == -0.1  # EBA's printed point
 
 
 def test_figure1_claims_fail_when_the_ordering_does_not_hold():
     points = rf.figure1_points()
-    points["FedAvg"] = points[f"EBA (τ={rf.FIG1_TAU})"]  # FedAvg as fair as EBA: no strict ordering
-    claims = rf.figure1_claims(rf.figure1_table(points))
-    assert list(claims["result"]) == ["pass", "fail", "fail"]
+    points["FedAvg"] = points[rf.FIG1_EBA]  # FedAvg as fair as EBA: no strict ordering
+    assert list(_checked(points)["result"]) == ["holds", "holds", "fails", "holds", "fails"]

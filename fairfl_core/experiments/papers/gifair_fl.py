@@ -47,6 +47,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from fairfl_core.data import stand_ins
 from fairfl_core.data.partition import gifair_femnist_3groups
@@ -115,7 +116,9 @@ def _grid(entries: tuple[Method | Tuned, ...]) -> tuple[Method, ...]:
 
 
 # -- the FEMNIST settings: real data when present, else a stand-in ---------------------------------------
-_THREE_GROUPS = [  # the preset's layout written out, so that the stand-in's config states its classes
+_THREE_GROUPS: list[
+    dict[str, Any]
+] = [  # the preset's layout written out, so that the stand-in's config states its classes
     {"name": g.name, "classes": list(g.classes), "num_clients": g.num_clients, "per_client": g.per_client}
     for g in gifair_femnist_3groups(10, scale=0.3)
 ]
@@ -293,7 +296,8 @@ def _table_profiles(profiles: dict[str, Profile], grid: tuple[Method, ...]) -> d
     }
 
 
-TABLES = {
+# name → (description, base config, compared methods, paper columns, profiles)
+TABLES: dict[str, tuple[str, str, tuple[Method | Tuned, ...], dict[str, str], dict[str, Profile]]] = {
     "gifair_table2_femnist_skewed": (
         "Table 2: individual fairness on FEMNIST-skewed (d = K = 100)",
         "gifair_femnist_skewed.yaml",
