@@ -32,6 +32,7 @@ from fairfl_core.models import build_model
 from fairfl_core.provenance import provenance
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
+from fairfl_core.sim.protocol import ClientEngine
 from fairfl_core.sim.rows import PoolRegistry, RowsBatcher
 
 __all__ = [
@@ -137,7 +138,7 @@ def evaluate(algo, sim: Simulation, t: int) -> dict[str, Any]:
     return rec
 
 
-def _validation(engine: Engine, w: torch.Tensor, models: str) -> dict[str, list[float | None]]:
+def _validation(engine: ClientEngine, w: torch.Tensor, models: str) -> dict[str, list[float | None]]:
     """``val_<models>_acc`` (%) and ``val_<models>_loss`` per client; None where a client has no validation
     samples (its numbers would be 0 / 0)."""
     loss, acc = engine.losses(w, split="val")
@@ -246,11 +247,9 @@ def cached_run(cfg: ExperimentConfig, results_dir: str | Path) -> RunResult | No
     if not store.is_done():
         return None
     cached = store.summary()
-    return (
-        None
-        if _changed(cached.get("algorithm_hyper"), resolved_hyper(cfg))
-        else RunResult(store.path, cached)
-    )
+    if cached is None or _changed(cached.get("algorithm_hyper"), resolved_hyper(cfg)):
+        return None
+    return RunResult(store.path, cached)
 
 
 def run_experiment(
@@ -270,18 +269,19 @@ def run_experiment(
     store.open(cfg.to_dict())
     hyper = resolved_hyper(cfg)
     if resume and store.is_done():
-        cached = store.summary()
-        changed = _changed(cached.get("algorithm_hyper"), hyper)
-        if not changed:
+        cached = store.summary()  # None (with a warning) when corrupt: recomputed
+        changed = [] if cached is None else _changed(cached.get("algorithm_hyper"), hyper)
+        if cached is not None and not changed:
             return RunResult(store.path, cached)
-        warnings.warn(
-            f"{store.path}: the cached run used other values of {changed} (an algorithm default changed "
-            "since); recomputing it",
-            RecoveryWarning,
-            stacklevel=2,
-        )
+        if changed:
+            warnings.warn(
+                f"{store.path}: the cached run used other values of {changed} (an algorithm default changed "
+                "since); recomputing it",
+                RecoveryWarning,
+                stacklevel=2,
+            )
         resume = False
-    engine = build_engine(cfg, device, pools=rows and rows.pools)
+    engine = build_engine(cfg, device, pools=None if rows is None else rows.pools)
     if rows is not None:
         rows.attach(engine)
     dev, data = engine.device, engine.data

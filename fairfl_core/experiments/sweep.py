@@ -141,7 +141,9 @@ def _inline(configs, results_dir, progress, device, workers):
 def _exit_with_parent() -> None:
     """Wait for the sweep's process to end (its sentinel pipe closes, whatever killed it), then exit: a
     worker never outlives the sweep to finish a run nobody waits for. Its run resumes from its checkpoint."""
-    mp.parent_process().join()
+    parent = mp.parent_process()
+    if parent is not None:
+        parent.join()
     os._exit(1)
 
 
@@ -201,6 +203,7 @@ def _rows(configs, results_dir, progress, device, workers, memory_gb: float | No
         workers = 1 if gpu else max(1, (os.cpu_count() or 1) // 2)
     workers = min(workers, len(configs))
     per_process = -(-len(configs) // workers)
+    todo: Any  # a queue: in this process, or the pool's manager's
     if workers == 1:
         todo = queue.SimpleQueue()
         for item in enumerate(configs):
@@ -266,7 +269,9 @@ def run_sweep(
         parse_device(device)
     writable_results_dir(results_dir)  # checked once, before any run starts
     configs = list(configs)
-    distinct = {}  # configs of one run (same hash: e.g. one run reported as two rows) run once
+    distinct: dict[
+        str, ExperimentConfig
+    ] = {}  # configs of one run (same hash: e.g. one run reported as two rows) run once
     for c in configs:
         distinct.setdefault(config_hash(c), c)
     done = {h: cached_run(c, results_dir) for h, c in distinct.items()}  # finished runs are never scheduled

@@ -102,7 +102,9 @@ def client_grad_and_value(
         with torch.enable_grad():
             value = fn(leaves, *args)
             grads = torch.autograd.grad(value, list(leaves.values()), allow_unused=True)
-        grads = [torch.zeros_like(t) if g is None else g for t, g in zip(leaves.values(), grads, strict=True)]
-        return dict(zip(leaves, grads, strict=True)), value.detach()
+        filled = [
+            torch.zeros_like(t) if g is None else g for t, g in zip(leaves.values(), grads, strict=True)
+        ]
+        return dict(zip(leaves, filled, strict=True)), value.detach()
 
     return client_map(autograd, client_axis, in_dims=in_dims, randomness=randomness)

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fairfl_core.sim.engine import Engine
 from fairfl_core.sim.faults import FaultConfig, RoundFaults, draw_faults
 from fairfl_core.sim.local import LocalSpec
+from fairfl_core.sim.protocol import ClientEngine
 
 if TYPE_CHECKING:
     from fairfl_core.experiments.config import TrainConfig
@@ -25,7 +25,9 @@ class Simulation:
     so a run resumed from a checkpoint at round t draws exactly what the uninterrupted run drew.
     """
 
-    def __init__(self, engine: Engine, train: TrainConfig, seed: int, faults: FaultConfig | None = None):
+    def __init__(
+        self, engine: ClientEngine, train: TrainConfig, seed: int, faults: FaultConfig | None = None
+    ):
         self.engine, self.train, self.seed = engine, train, int(seed)
         self.fault_config = faults or FaultConfig()
         self.data = engine.data

@@ -95,6 +95,7 @@ class Engine:
         self._feature_view = FeatureView(self.model)
         self.client_axis = resolve_client_axis(client_axis, self.model, self.device)
         self.relu_mlp = dense_relu_layers(self.model) if self.client_axis == "bmm" else None
+        self.trainer: BatchedTrainer | SequentialTrainer
         if kind == "batched":
             self.trainer = BatchedTrainer(
                 self.model, self.space, data.inputs, data.y, chunk_size, self.client_axis, self.stats_space
@@ -118,7 +119,9 @@ class Engine:
     @property
     def buffers(self) -> dict[str, torch.Tensor]:
         """The global running statistics as the model's buffers (empty without BatchNorm)."""
-        return {} if self.running is None else self.stats_space.unflatten(self.running)
+        if self.running is None or self.stats_space is None:
+            return {}
+        return self.stats_space.unflatten(self.running)
 
     def set_running_stats(self, running: torch.Tensor | None) -> None:
         """Make ``running`` ``[Q]`` the global running statistics every evaluation uses."""
@@ -270,8 +273,8 @@ class Engine:
         self.eval_mode()
         for rows, idx, mask in self._padded_chunks(clients, split):
             x, y = self.data.inputs(idx, self.dtype), self.data.y[idx]
-            if self.client_axis == "bmm":  # the closed form: the chunk's mean gradient × its sample count
-                kc = rows.stop - rows.start
+            if self.relu_mlp is not None:  # client_axis "bmm", the closed form: the chunk's mean gradient
+                kc = rows.stop - rows.start  # × its sample count
                 stacked = self.space.unflatten(w[rows] if w.dim() == 2 else w.expand(kc, -1))
                 g, _ = mlp_gradient(self.relu_mlp[0], list(stacked.values()), x, y, mask, mask.sum(1))
                 grads = dict(zip(self.space.names, g.tensors(), strict=True))
@@ -297,13 +300,15 @@ class Engine:
 
         fn = client_map(feat_sum, self.client_axis, in_dims=(0 if w.dim() == 2 else None, 0, 0))
         self.eval_mode()
-        out = None
+        out: torch.Tensor | None = None
         with torch.no_grad():
             for rows, idx, mask in self._padded_chunks(clients, split):
                 part = fn(w[rows] if w.dim() == 2 else w, self.data.inputs(idx, self.dtype), mask)
                 if out is None:
                     out = torch.zeros(len(clients), part.shape[-1], dtype=self.dtype, device=self.device)
                 out[rows] += part
+        if out is None:
+            raise ValueError("features: no clients given")
         n = torch.as_tensor(self._counts[split][clients], dtype=self.dtype, device=self.device)
         return out / n.clamp_min(1)[:, None]
 

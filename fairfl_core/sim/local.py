@@ -214,14 +214,15 @@ class LocalSpec:
 
 def combine(terms: Sequence[StepTerm], ws: Tensors, rows: torch.Tensor | None):
     """``(Π scale, Σ drift)`` of bound terms for the stepping rows; each None when no term contributes."""
-    scale, drift = None, None
+    scale: torch.Tensor | None = None
+    drift: Tensors | None = None
     for term in terms:
         s = term.scale(rows)
         if s is not None:
             scale = s if scale is None else scale * s
         d = term.drift(ws, rows)
         if d is not None:
-            drift = d if drift is None else torch._foreach_add(drift, d)
+            drift = d if drift is None else list(torch._foreach_add(drift, d))
     return scale, drift
 
 
@@ -238,7 +239,11 @@ class LocalResult:
         if len(parts) == 1:
             return parts[0]
         stats = {k: torch.cat([p.stats[k] for p in parts]) for k in parts[0].stats}
-        running = None if parts[0].running is None else torch.cat([p.running for p in parts])
+        running = (
+            None
+            if parts[0].running is None
+            else torch.cat([p.running for p in parts if p.running is not None])
+        )
         return LocalResult(
             torch.cat([p.params for p in parts]), torch.cat([p.train_loss for p in parts]), stats, running
         )

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 from torch import nn
@@ -64,7 +65,7 @@ def dense_relu_layers(model: nn.Module) -> tuple[bool, list[nn.Linear]] | None:
     params = [p for p in model.parameters() if p.requires_grad]
     if len(params) != len(expected) or any(p is not q for p, q in zip(params, expected, strict=True)):
         return None
-    return flattens, linears
+    return flattens, cast(list[nn.Linear], linears)
 
 
 @dataclass

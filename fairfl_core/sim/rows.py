@@ -394,10 +394,10 @@ class RowsBatcher:
         if len(group) == 1:  # nothing to stack with (an engine of its own kind, or the only such call)
             args = (first.start, first.spec, first.schedule, first.running)
             trainer = first.engine.trainer
-            alone = first.key(self._stack_on_cpu)[0] == "alone"
-            first.result = (
-                trainer.train(*args) if alone else trainer.train(*args, self._chunk(first, first.rows))
-            )
+            if first.key(self._stack_on_cpu)[0] == "alone" or not isinstance(trainer, BatchedTrainer):
+                first.result = trainer.train(*args)
+            else:
+                first.result = trainer.train(*args, self._chunk(first, first.rows))
             return
         sizes = [c.rows for c in group]
         start = torch.cat([c.start if c.start.dim() == 2 else c.start.expand(c.rows, -1) for c in group])
@@ -410,6 +410,7 @@ class RowsBatcher:
         spec = merge_specs([c.spec for c in group], sizes)
         schedule = concat_schedules([c.schedule for c in group])
         trainer = first.engine.trainer
+        assert isinstance(trainer, BatchedTrainer)  # the key of a stack of several calls
         out = trainer.train(start, spec, schedule, running, chunk_size=self._chunk(first, sum(sizes)))
         lo = 0
         for c in group:

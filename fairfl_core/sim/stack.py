@@ -97,6 +97,7 @@ class BatchedTrainer:
         """
         objective = spec.objective
         if self.client_axis == "bmm" and spec.loss is None:
+            assert self.relu_mlp is not None  # the engine checked the model
             flattens = self.relu_mlp[0]
 
             def closed_form(params, stats, x, y, m, scale, noise):
@@ -380,8 +381,9 @@ class BatchedStack(ClientStack):
             self.schedule, rows, steps, [shape for _, shape in self.trainer.dropouts], self.device
         )
         grad, loss = self.gradient(params, running, x, y, m, step_scale, noise)
-        for n, old in before.items():  # a row that does not step keeps its statistics too
-            running[n].copy_(torch.where(per_row(on, [old])[0] > 0, running[n], old))
+        if on is not None:  # a row that does not step keeps its statistics too
+            for n, old in before.items():
+                running[n].copy_(torch.where(per_row(on, [old])[0] > 0, running[n], old))
         if sel is not None:
             for n, t in running.items():
                 self.running[n].index_copy_(0, sel, t)

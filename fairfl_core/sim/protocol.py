@@ -1,0 +1,94 @@
+"""What an algorithm may call on ``sim.engine``: one interface, three servers.
+
+* :class:`~fairfl_core.sim.engine.Engine` computes everything in this process (the local engine);
+* the rows executor (:mod:`fairfl_core.sim.rows`) attaches to an ``Engine`` and serves its ``train`` together
+  with the other runs' (runs as rows), the rest as the engine does;
+* :class:`~fairfl_core.flower.engines.FlowerEngine` sends ``train``, ``losses``, ``gradients`` and
+  ``features`` to the clients' nodes as Flower messages and keeps the server-side members of its local
+  engine; ``stack`` (clients stepped side by side, gossip) it refuses.
+
+An algorithm uses nothing else of the engine: the members below, and the ``ClientStack`` that ``stack``
+returns (``sim/stack.py``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import torch
+from torch import nn
+
+if TYPE_CHECKING:
+    from fairfl_core.data.federated import FederatedDataset
+    from fairfl_core.sim.local import LocalResult, LocalSpec
+    from fairfl_core.sim.params import ParamSpace
+    from fairfl_core.sim.stack import ClientStack
+
+__all__ = ["ClientEngine"]
+
+
+class ClientEngine(Protocol):
+    """The engine an algorithm sees (``Simulation.engine``)."""
+
+    data: FederatedDataset
+    device: torch.device
+    dtype: torch.dtype
+    model: nn.Module  # the architecture; its own parameters are never trained
+    space: ParamSpace  # the flat parameter vector's layout
+    running: torch.Tensor | None  # the global BatchNorm running statistics (None without BatchNorm)
+
+    def init_params(self) -> torch.Tensor:
+        """The initial global model ``[P]``."""
+        ...
+
+    def counts(self, split: str = "train") -> np.ndarray:
+        """Each client's number of samples in ``split``."""
+        ...
+
+    def set_running_stats(self, running: torch.Tensor | None) -> None:
+        """Make ``running`` the global running statistics of every evaluation."""
+        ...
+
+    def train(
+        self,
+        clients: np.ndarray,
+        start: torch.Tensor,
+        spec: LocalSpec,
+        seed: int,
+        work: np.ndarray | None = None,
+    ) -> LocalResult:
+        """Local training of ``clients`` from ``start`` (``[P]`` or ``[K, P]``) on their minibatch streams."""
+        ...
+
+    def stack(
+        self,
+        clients: np.ndarray,
+        start: torch.Tensor,
+        spec: LocalSpec,
+        seed: int,
+        work: np.ndarray | None = None,
+        running: torch.Tensor | None = None,
+    ) -> ClientStack:
+        """The same clients' local training state, to be stepped by the algorithm."""
+        ...
+
+    def losses(
+        self, w: torch.Tensor, clients: np.ndarray | None = None, split: str = "train"
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each client's mean loss and accuracy on its ``split`` at ``w`` (``[P]`` or ``[K, P]``)."""
+        ...
+
+    def gradients(self, w: torch.Tensor, clients: np.ndarray, split: str = "train") -> torch.Tensor:
+        """Each client's full-batch gradient ``[K, P]``."""
+        ...
+
+    def features(
+        self, w: torch.Tensor, clients: np.ndarray, split: str = "train", transform: str = "none"
+    ) -> torch.Tensor:
+        """Each client's mean (transformed) penultimate activation ``[K, D]``."""
+        ...
+
+    def pooled(self, w: torch.Tensor) -> tuple[float, float]:
+        """Accuracy and mean loss of one model on the pooled test set."""
+        ...
