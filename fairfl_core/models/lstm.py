@@ -59,9 +59,10 @@ class LSTMLayer(nn.Module):
             nn.init.uniform_(p, -bound, bound)
 
     def _biases(self) -> tuple[torch.Tensor, torch.Tensor]:
+        # attribute lookups (not get_parameter): under functional_call the parameters are plain tensors
         if len(self.bias_names) == 2:
-            return self.get_parameter("bias_ih"), self.get_parameter("bias_hh")
-        bias = self.get_parameter("bias")
+            return getattr(self, "bias_ih"), getattr(self, "bias_hh")  # noqa: B009
+        bias = getattr(self, "bias")  # noqa: B009
         constant = torch.zeros_like(bias)
         constant[self.hidden_size : 2 * self.hidden_size] = self.forget_bias
         return bias, constant
