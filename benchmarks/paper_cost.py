@@ -21,7 +21,9 @@ experiments with the same model, data and local training reuse the estimate.
 Prints one line per experiment and a total; ``--json PATH`` writes every figure.
 
 Usage: ``python benchmarks/paper_cost.py [--device cpu] [--rounds 2] [--rows 4] [--only REGEX]
-[--max-round-s 60] [--json out.json]``
+[--max-round-s 60] [--json out.json [--resume]]`` (``--resume``: keep the experiments the JSON holds, e.g.
+after a time limit stopped a call). An experiment whose dataset is absent (no stand-in) is listed as not
+measured.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import re
 import threading
 import time
 from dataclasses import asdict
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -187,7 +190,11 @@ def main() -> None:
     parser.add_argument("--only", default=None, help="regular expression on experiment names")
     parser.add_argument("--max-round-s", type=float, default=60.0, help="estimate slower rounds from steps")
     parser.add_argument("--json", default=None, help="write every figure to this file")
+    parser.add_argument("--resume", action="store_true", help="keep the experiments --json already holds")
     args = parser.parse_args()
+    done = {}
+    if args.resume and args.json and Path(args.json).is_file():
+        done = {e["experiment"]: e for e in json.loads(Path(args.json).read_text())["experiments"]}
     device = resolve_device(args.device)
     rate = matmul_rate(device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
@@ -207,8 +214,19 @@ def main() -> None:
         key = workload_key(cfg)
         if key not in measured and workload_key(cfg, training_only=True) in estimated:
             key = workload_key(cfg, training_only=True)  # too slow to time: the same training's estimate
+        if exp in done:  # --resume: measured by an earlier call (its floor at this call's matmul rate)
+            done[exp]["floor_s"] = done[exp]["runs"] * done[exp]["rounds"] * done[exp]["flops"] / rate
+            out.append(done[exp])
+            for k in total:
+                total[k] += (done[exp][k[:-2] + "_s"] or done[exp]["alone_s"]) / 3600
+            print(f"{exp:46} (measured before: {done[exp]['alone_s'] / 3600:.2f} h alone)", flush=True)
+            continue
         if key not in measured:
-            algo = build(cfg, device)
+            try:
+                algo = build(cfg, device)
+            except FileNotFoundError as exc:  # a dataset without a stand-in that this machine lacks
+                print(f"{exp:46} not measured: {str(exc).splitlines()[0]}", flush=True)
+                continue
             flops = round_flops(algo)
             estimate = step_estimate(algo, device)
             slow = estimate is not None and estimate > args.max_round_s
