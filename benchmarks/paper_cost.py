@@ -44,6 +44,7 @@ import fairfl_core.experiments.papers  # noqa: F401  (registers the experiments)
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.experiments.profiles import EXPERIMENTS, experiment_configs
 from fairfl_core.experiments.runner import build_engine, evaluate, resolve_device
+from fairfl_core.models.lstm import LSTMLayer
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.local import masked_mean_loss
 from fairfl_core.sim.rows import RowsBatcher
@@ -101,9 +102,9 @@ def round_flops(algo) -> float:
     model.zero_grad(set_to_none=True)
     engine.eval_mode()
     counted = counter.get_total_flops() / len(idx)
-    # fused recurrent kernels are not counted: at least 6 FLOPs per parameter per token
-    tokens = x.shape[1] if not x.is_floating_point() and x.dim() == 2 else 1
-    return samples * max(counted, 6 * engine.space.size * tokens)
+    # the fused LSTM kernel is not counted: 6 FLOPs (forward and backward) per recurrent weight per token
+    recurrent = sum(p.numel() for m in model.modules() if isinstance(m, LSTMLayer) for p in m.parameters())
+    return samples * (counted + 6 * recurrent * (x.shape[1] if recurrent else 0))
 
 
 def step_estimate(algo, device, steps: int = 3) -> float | None:
