@@ -27,7 +27,7 @@ import time
 
 import torch
 from convmixer_round import conv_peak, forward_flops, synthetic_clients
-from round_speed import _sync, matmul_flops
+from round_speed import matmul_flops, sync
 
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.experiments.config import TrainConfig
@@ -57,10 +57,10 @@ def workload(shape: tuple[int, ...], repeats: int, device: torch.device) -> str:
         peaks.append(conv_peak(peak_model, shape, (BATCH, CLIENTS * BATCH)))
         matmuls.append(matmul_flops(device, reps=5))
         for name, run in rounds.items():
-            _sync(device)
+            sync(device)
             start = time.perf_counter()
             run(block + 1)
-            _sync(device)
+            sync(device)
             times[name].append(time.perf_counter() - start)
     peak, matmul = statistics.median(peaks), statistics.median(matmuls)
     med = {name: statistics.median(v) for name, v in times.items()}

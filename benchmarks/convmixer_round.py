@@ -27,7 +27,7 @@ import statistics
 import time
 
 import torch
-from round_speed import _sync, matmul_flops
+from round_speed import matmul_flops, sync
 from torch import nn
 from torch.nn import functional as F
 
@@ -133,10 +133,10 @@ def main() -> None:
         peaks.append(conv_peak(peak_model))
         matmuls.append(matmul_flops(device, reps=5))
         for name, run in runs.items():
-            _sync(device)
+            sync(device)
             start = time.perf_counter()
             run(block + 1)
-            _sync(device)
+            sync(device)
             times[name].append(time.perf_counter() - start)
     peak = statistics.median(peaks)
     med = {name: statistics.median(v) for name, v in times.items()}

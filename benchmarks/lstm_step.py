@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 import torch
-from round_speed import _sync, matmul_flops
+from round_speed import matmul_flops, sync
 from torch.func import grad, vmap
 from torch.nn import functional as F
 
@@ -124,11 +124,11 @@ def main() -> None:
     for block in range(args.repeats):
         peaks.append(matmul_flops(device, reps=5))
         for name, run in runs.items():
-            _sync(device)
+            sync(device)
             start = time.perf_counter()
             for s in range(args.steps):
                 run(block * args.steps + s)
-            _sync(device)
+            sync(device)
             times[name].append((time.perf_counter() - start) / args.steps)
     peak = statistics.median(peaks)
     med = {name: statistics.median(v) for name, v in times.items()}
@@ -154,7 +154,7 @@ def main() -> None:
         algo = build_algorithm("fedavg", Simulation(engine, cfg.train, cfg.seed), cfg.algorithm.params)
         start = time.perf_counter()
         algo.round(0)
-        _sync(device)
+        sync(device)
         seconds = time.perf_counter() - start
         print(f"GIFAIR Shakespeare quick round (FedAvg, {cfg.data.name}): {seconds:.1f} s")
     print(

@@ -31,13 +31,13 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import torch
+from round_speed import matmul_flops, rows_rounds, sync
 from torch.utils.flop_counter import FlopCounterMode
 
 import fairfl_core.experiments.papers  # noqa: F401  (registers the experiments)
@@ -48,25 +48,6 @@ from fairfl_core.models.lstm import LSTMLayer
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.local import masked_mean_loss
 from fairfl_core.sim.rows import RowsBatcher
-
-
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def matmul_rate(device: torch.device) -> float:
-    """FLOP/s of a large fp32 matmul (the device's practical peak)."""
-    n = 4096 if device.type == "cuda" else 1024
-    a, b = torch.ones(n, n, device=device), torch.ones(n, n, device=device)
-    for _ in range(3):
-        a @ b
-    sync(device)
-    reps, tick = 20, time.perf_counter()
-    for _ in range(reps):
-        a @ b
-    sync(device)
-    return 2 * n**3 * reps / (time.perf_counter() - tick)
 
 
 def build(cfg, device, rows: RowsBatcher | None = None):
@@ -134,28 +115,10 @@ def time_rounds(algo, rounds: int, device, first: int = 0) -> float:
 
 
 def time_rows(configs, rounds: int, device) -> float:
-    """Wall seconds per run-round of ``configs`` trained together, from the first run's end of its warm-up
-    round to the last run's end (a slight overestimate: it holds the other runs' ends of round 0)."""
+    """Wall seconds per run-round of ``configs`` trained together (stacked, on any device)."""
     batcher = RowsBatcher(stack=True)
     algos = [build(c, device, batcher) for c in configs]
-    marks: list[float] = []
-
-    def work(algo):
-        with batcher.turn():
-            algo.round(0)
-            sync(device)
-            marks.append(time.perf_counter())
-            for t in range(1, rounds + 1):
-                algo.round(t)
-
-    threads = [threading.Thread(target=work, args=(a,)) for a in algos]
-    batcher.expect(len(threads))
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    sync(device)
-    return (time.perf_counter() - min(marks)) / (rounds * len(configs))
+    return rows_rounds(batcher, algos, rounds, device) / len(configs)
 
 
 def workload_key(cfg, training_only: bool = False) -> str:
@@ -197,7 +160,7 @@ def main() -> None:
     if args.resume and args.json and Path(args.json).is_file():
         done = {e["experiment"]: e for e in json.loads(Path(args.json).read_text())["experiments"]}
     device = resolve_device(args.device)
-    rate = matmul_rate(device)
+    rate = matmul_flops(device, n=4096 if device.type == "cuda" else 1024)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     print(f"device={device} ({name}) threads={torch.get_num_threads()} matmul={rate / 1e9:.1f} GFLOP/s")
     print(

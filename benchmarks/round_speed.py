@@ -52,15 +52,15 @@ def matmul_flops(device: torch.device, n: int = 2048, reps: int = 20) -> float:
     b = torch.randn(n, n, device=device)
     for _ in range(3):
         a @ b
-    _sync(device)
+    sync(device)
     t = time.perf_counter()
     for _ in range(reps):
         a @ b
-    _sync(device)
+    sync(device)
     return 2 * n**3 * reps / (time.perf_counter() - t)
 
 
-def _sync(device: torch.device) -> None:
+def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
 
@@ -77,12 +77,12 @@ class Workload:
         self.time(warmup)
 
     def time(self, rounds: int) -> float:
-        _sync(self.device)
+        sync(self.device)
         start = time.perf_counter()
         for _ in range(rounds):
             self.algo.round(self.t)
             self.t += 1
-        _sync(self.device)
+        sync(self.device)
         return (time.perf_counter() - start) / rounds
 
 
@@ -98,12 +98,19 @@ def rows_round(cfg: ExperimentConfig, device: torch.device, runs: int, rounds: i
         algos.append(
             build_algorithm("fedavg", Simulation(engine, cfg.train, seed=seed), cfg.algorithm.params)
         )
-    marks = []
+    return rows_rounds(batcher, algos, rounds, device)
+
+
+def rows_rounds(batcher: RowsBatcher, algos: list, rounds: int, device: torch.device) -> float:
+    """Wall seconds of one round of all ``algos`` (their engines attached to ``batcher``) trained together,
+    from the first run's end of a warm-up round to the last run's end of ``rounds`` more (a slight
+    overestimate: it holds the other runs' ends of round 0)."""
+    marks: list[float] = []
 
     def work(algo):
         with batcher.turn():
             algo.round(0)
-            _sync(device)
+            sync(device)
             marks.append(time.perf_counter())
             for t in range(1, rounds + 1):
                 algo.round(t)
@@ -114,7 +121,7 @@ def rows_round(cfg: ExperimentConfig, device: torch.device, runs: int, rounds: i
         th.start()
     for th in threads:
         th.join()
-    _sync(device)
+    sync(device)
     return (time.perf_counter() - min(marks)) / rounds
 
 
