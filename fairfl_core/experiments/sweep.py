@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import torch
 from tqdm.auto import tqdm
 
 from fairfl_core.experiments.config import ExperimentConfig, apply_overrides, config_hash
@@ -170,8 +171,10 @@ def _rows_here(todo, threads: int, results_dir, progress, device, memory_gb=None
     batcher = RowsBatcher(memory_gb, stack)
     done: list[tuple[int, SweepOutcome]] = []
     bar = tqdm(total=total, disable=not progress, desc="runs as rows", unit="run")
+    torch_threads = torch.get_num_threads()  # a new thread's intra-op pool starts at the machine's default
 
     def work():
+        torch.set_num_threads(torch_threads)
         with batcher.turn():  # one run's code at a time; the others wait in their local training
             while True:
                 try:
@@ -194,21 +197,23 @@ def _rows_here(todo, threads: int, results_dir, progress, device, memory_gb=None
 
 def _rows(configs, results_dir, progress, device, workers, memory_gb: float | None = None, stack=None):
     """The runs as rows: in this process on a GPU (``workers`` None or 1), else in ``workers`` processes of
-    a pool with cores/``workers`` torch threads each, every process training its runs as rows and taking the
-    next run from one shared queue when one of its runs ends (so on CPUs it balances the work as the process
-    pool does). ``memory_gb`` bounds one stacked computation; ``stack`` (default: on GPUs only) whether
-    calls on a CPU are stacked (``sim/rows.py``)."""
+    a pool with cores/``workers`` torch threads each, every process taking its runs from one shared queue.
+    ``stack`` (default: on GPUs only) whether calls on a CPU are stacked (``sim/rows.py``): unstacked, a
+    process trains one run at a time, taking the next when it ends, and so balances the work exactly as the
+    process pool does; stacked, it trains its share of the runs together. ``memory_gb`` bounds one stacked
+    computation."""
+    gpu = resolve_device(device or "auto").type == "cuda"
     if workers is None:
-        gpu = resolve_device(device or "auto").type == "cuda"
         workers = 1 if gpu else max(1, (os.cpu_count() or 1) // 2)
     workers = min(workers, len(configs))
-    per_process = -(-len(configs) // workers)
+    per_process = -(-len(configs) // workers) if gpu or stack else 1
     todo: Any  # a queue: in this process, or the pool's manager's
     if workers == 1:
         todo = queue.SimpleQueue()
         for item in enumerate(configs):
             todo.put(item)
-        done = _rows_here(todo, len(configs), results_dir, progress, device, memory_gb, stack, len(configs))
+        threads = len(configs) if gpu or stack else 1
+        done = _rows_here(todo, threads, results_dir, progress, device, memory_gb, stack, len(configs))
     else:
         threads = max(1, (os.cpu_count() or 1) // workers)
         context = mp.get_context("spawn")
