@@ -77,6 +77,7 @@ def cmd_sweep(args) -> int:
         progress=not args.quiet,
         device=args.device,
         **_ray_options(args),
+        **_rows_options(args),
     )
     failed = [o for o in outcomes if o.status == "failed"]
     for o in failed:  # the error's first line; the traceback stays in SweepOutcome.error
@@ -97,6 +98,16 @@ def _ray_options(args) -> dict:
             flags = ", ".join("--" + k.replace("num_", "ray-").replace("_", "-") for k in given)
             raise ValueError(f"{flags} only apply with --executor ray (got --executor {args.executor})")
         return {}
+    return given
+
+
+def _rows_options(args) -> dict:
+    """run_sweep's rows options from the flags (only with --executor rows; an error names a stray flag)."""
+    given = {"memory_gb": args.memory_gb, "stack": args.stack or None}
+    given = {k: v for k, v in given.items() if v is not None}
+    if given and args.executor != "rows":
+        flags = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise ValueError(f"{flags} only apply with --executor rows (got --executor {args.executor})")
     return given
 
 
@@ -161,6 +172,12 @@ def main(argv: list[str] | None = None) -> int:
         type=_positive_int,
         default=None,
         help="processes (with rows: each trains its share as rows), or a local Ray's CPUs; default: cores/2",
+    )
+    p.add_argument(
+        "--stack", action="store_true", help="with --executor rows: stack the runs' training on CPUs too"
+    )
+    p.add_argument(
+        "--memory-gb", type=float, default=None, help="with --executor rows: bound of one stacked computation"
     )
     p.add_argument(
         "--ray-address", default=None, help="Ray cluster to use (default: $RAY_ADDRESS, else a local one)"

@@ -56,3 +56,17 @@ def test_rows_gives_every_run_the_numbers_of_the_inline_executor(tmp_path, worke
 def test_rows_options_are_checked(tmp_path):
     with pytest.raises(ValueError, match=r"\['num_cpus'\] do not apply to executor='rows'"):
         run_sweep(_configs(), tmp_path, executor="rows", num_cpus=2)
+
+
+def test_the_cli_runs_a_sweep_as_rows_and_names_stray_rows_flags(tmp_path, capsys):
+    import yaml
+
+    from fairfl_core.cli import main
+
+    path = tmp_path / "sweep.yaml"
+    config = {**digits_config(rounds=2).to_dict(), "sweep": {"seeds": [0, 1]}}
+    path.write_text(yaml.safe_dump(config))
+    assert main(["sweep", str(path), "--results", str(tmp_path / "r"), "--executor", "rows", "--stack"]) == 0
+    assert len(list((tmp_path / "r").glob("*/summary.json"))) == 2
+    assert main(["sweep", str(path), "--results", str(tmp_path / "s"), "--memory-gb", "1"]) == 2
+    assert "--memory-gb only apply with --executor rows" in capsys.readouterr().err
