@@ -29,7 +29,6 @@ import itertools
 import json
 import multiprocessing as mp
 import os
-import queue
 import threading
 import traceback
 from collections.abc import Callable, Iterable
@@ -165,27 +164,28 @@ def _process_pool(configs, results_dir, progress, device, workers):
         return [f.result() for f in futures]
 
 
-def _rows_here(todo, threads: int, results_dir, progress, device, memory_gb=None, stack=None, total=None):
-    """``threads`` run threads in this process, each taking ``(index, config)`` from the queue ``todo``
-    until it is empty, their local training stacked as rows (``sim/rows.py``); ``[(index, outcome)]``."""
+def _rows_here(items, stacked: bool, results_dir, progress, device, memory_gb=None, stack=None):
+    """Train ``items`` (``(index, config)`` pairs) in this process, their local training stacked as rows
+    (``sim/rows.py``): all of them at once (``stacked``), else one after the other; ``[(index, outcome)]``."""
     batcher = RowsBatcher(memory_gb, stack)
+    todo = list(items)
     done: list[tuple[int, SweepOutcome]] = []
-    bar = tqdm(total=total, disable=not progress, desc="runs as rows", unit="run")
+    bar = tqdm(total=len(todo), disable=not progress, desc="runs as rows", unit="run")
     torch_threads = torch.get_num_threads()  # a new thread's intra-op pool starts at the machine's default
 
     def work():
         torch.set_num_threads(torch_threads)
         with batcher.turn():  # one run's code at a time; the others wait in their local training
-            while True:
-                try:
-                    i, cfg = todo.get_nowait()
-                except queue.Empty:
-                    return
+            while todo:
+                i, cfg = todo.pop(0)
                 done.append((i, _run_one(cfg, results_dir, False, device, rows=batcher)))
                 bar.update()
 
     # daemon: an interrupted sweep exits (its runs resume from their checkpoints) instead of waiting on them
-    pool = [threading.Thread(target=work, name=f"rows-{i}", daemon=True) for i in range(threads)]
+    pool = [
+        threading.Thread(target=work, name=f"rows-{i}", daemon=True)
+        for i in range(len(todo) if stacked else 1)
+    ]
     batcher.expect(len(pool))
     for t in pool:
         t.start()
@@ -196,39 +196,31 @@ def _rows_here(todo, threads: int, results_dir, progress, device, memory_gb=None
 
 
 def _rows(configs, results_dir, progress, device, workers, memory_gb: float | None = None, stack=None):
-    """The runs as rows: in this process on a GPU (``workers`` None or 1), else in ``workers`` processes of
-    a pool with cores/``workers`` torch threads each, every process taking its runs from one shared queue.
-    ``stack`` (default: on GPUs only) whether calls on a CPU are stacked (``sim/rows.py``): unstacked, a
-    process trains one run at a time, taking the next when it ends, and so balances the work exactly as the
-    process pool does; stacked, it trains its share of the runs together. ``memory_gb`` bounds one stacked
-    computation."""
+    """The runs as rows. On a GPU (``workers`` None or 1) every run in this process, stacked. On CPUs
+    ``stack`` (default: off) decides: unstacked, each run is a task of a pool of ``workers`` processes, as
+    with the process pool (a run's own stacked GEMMs already run near the CPU's peak, ``sim/rows.py``);
+    stacked, each process trains a contiguous share of the runs (a method's seeds together) as rows. Pool
+    processes get cores/``workers`` torch threads. ``memory_gb`` bounds one stacked computation."""
     gpu = resolve_device(device or "auto").type == "cuda"
+    stacked = gpu or bool(stack)
     if workers is None:
         workers = 1 if gpu else max(1, (os.cpu_count() or 1) // 2)
     workers = min(workers, len(configs))
-    per_process = -(-len(configs) // workers) if gpu or stack else 1
-    todo: Any  # a queue: in this process, or the pool's manager's
+    items = list(enumerate(configs))
     if workers == 1:
-        todo = queue.SimpleQueue()
-        for item in enumerate(configs):
-            todo.put(item)
-        threads = len(configs) if gpu or stack else 1
-        done = _rows_here(todo, threads, results_dir, progress, device, memory_gb, stack, len(configs))
+        done = _rows_here(items, stacked, results_dir, progress, device, memory_gb, stack)
     else:
+        bounds = [round(i * len(items) / workers) for i in range(workers + 1)]
+        shards = (
+            [items[bounds[i] : bounds[i + 1]] for i in range(workers)] if stacked else [[x] for x in items]
+        )
         threads = max(1, (os.cpu_count() or 1) // workers)
-        context = mp.get_context("spawn")
-        with (
-            context.Manager() as manager,
-            cf.ProcessPoolExecutor(
-                workers, mp_context=context, initializer=_worker_init, initargs=(threads,)
-            ) as pool,
-        ):
-            todo = manager.Queue()
-            for item in enumerate(configs):
-                todo.put(item)
+        with cf.ProcessPoolExecutor(
+            workers, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(threads,)
+        ) as pool:
             futures = [
-                pool.submit(_rows_here, todo, per_process, results_dir, False, device, memory_gb, stack)
-                for _ in range(workers)
+                pool.submit(_rows_here, shard, stacked, results_dir, False, device, memory_gb, stack)
+                for shard in shards
             ]
             done = [pair for f in futures for pair in f.result()]
     return [outcome for _, outcome in sorted(done, key=lambda pair: pair[0])]
