@@ -166,7 +166,9 @@ def _process_pool(configs, results_dir, progress, device, workers):
 
 def _rows_here(items, stacked: bool, results_dir, progress, device, memory_gb=None, stack=None):
     """Train ``items`` (``(index, config)`` pairs) in this process, their local training stacked as rows
-    (``sim/rows.py``): all of them at once (``stacked``), else one after the other; ``[(index, outcome)]``."""
+    (``sim/rows.py``), or one after the other as alone when not ``stacked``; ``[(index, outcome)]``."""
+    if not stacked:
+        return [(i, _run_one(cfg, results_dir, progress, device)) for i, cfg in items]
     batcher = RowsBatcher(memory_gb, stack)
     todo = list(items)
     done: list[tuple[int, SweepOutcome]] = []
@@ -176,16 +178,12 @@ def _rows_here(items, stacked: bool, results_dir, progress, device, memory_gb=No
     def work():
         torch.set_num_threads(torch_threads)
         with batcher.turn():  # one run's code at a time; the others wait in their local training
-            while todo:
-                i, cfg = todo.pop(0)
-                done.append((i, _run_one(cfg, results_dir, False, device, rows=batcher)))
-                bar.update()
+            i, cfg = todo.pop(0)
+            done.append((i, _run_one(cfg, results_dir, False, device, rows=batcher)))
+            bar.update()
 
     # daemon: an interrupted sweep exits (its runs resume from their checkpoints) instead of waiting on them
-    pool = [
-        threading.Thread(target=work, name=f"rows-{i}", daemon=True)
-        for i in range(len(todo) if stacked else 1)
-    ]
+    pool = [threading.Thread(target=work, name=f"rows-{i}", daemon=True) for i in range(len(todo))]
     batcher.expect(len(pool))
     for t in pool:
         t.start()
