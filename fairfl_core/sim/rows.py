@@ -103,7 +103,7 @@ class RowTerms(StepTerm):
                 parts.append((a - rows.start, b - rows.start, t and t.rows(slice(a - lo, b - lo))))
         return RowTerms(parts)
 
-    def _split(self, rows: torch.Tensor | None, device):
+    def _split(self, rows: torch.Tensor | None):
         """``(positions in the stepping rows, the term's own rows)`` of each part."""
         for lo, hi, t in self.parts:
             if rows is None:
@@ -113,7 +113,7 @@ class RowTerms(StepTerm):
                 yield inside, rows[inside] - lo, t, len(inside)
 
     def scale(self, rows):
-        pieces = [(at, t.scale(own) if t else None, n) for at, own, t, n in self._split(rows, None)]
+        pieces = [(at, t.scale(own) if t else None, n) for at, own, t, n in self._split(rows)]
         if all(s is None for _, s, _ in pieces):
             return None
         like = next(s for _, s, _ in pieces if s is not None)
@@ -125,7 +125,7 @@ class RowTerms(StepTerm):
 
     def drift(self, ws, rows):
         pieces = []
-        for at, own, t, _ in self._split(rows, None):
+        for at, own, t, _ in self._split(rows):
             part_ws = [w[at] for w in ws]
             pieces.append((at, t.drift(part_ws, own) if t else None))
         if all(d is None for _, d in pieces):
