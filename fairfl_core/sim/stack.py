@@ -376,10 +376,11 @@ class BatchedStack(ClientStack):
         before = {n: t.clone() for n, t in running.items()} if on is not None else {}
         if not self.trainer.model.training:  # the engine's evaluations switch it to eval mode
             self.trainer.model.train()
-        rows = np.arange(self.num_clients) if sel is None else sel.cpu().numpy()
-        noise = dropout_noise(
-            self.schedule, rows, steps, [shape for _, shape in self.trainer.dropouts], self.device
-        )
+        noise: tuple[torch.Tensor, ...] = ()
+        if self.trainer.dropouts:  # the rows' masks, drawn on the CPU (no host copy of sel otherwise)
+            rows = np.arange(self.num_clients) if sel is None else sel.cpu().numpy()
+            shapes = [shape for _, shape in self.trainer.dropouts]
+            noise = dropout_noise(self.schedule, rows, steps, shapes, self.device)
         grad, loss = self.gradient(params, running, x, y, m, step_scale, noise)
         if on is not None:  # a row that does not step keeps its statistics too
             for n, old in before.items():
