@@ -3,15 +3,19 @@
 Input: int64 token ids ``[B, T]`` (LEAF: T = 80, vocabulary of 80 symbols); output: logits ``[B, vocab]``
 for the character after the last position. ``Embedding → num_layers × LSTM(hidden) → last step → head``.
 
-Each layer runs torch's fused LSTM kernel (``torch.lstm``: oneDNN on CPU, cuDNN on CUDA) over the layer's own
-parameters, so ``functional_call`` and ``torch.func.grad`` see ordinary parameters. Gates follow PyTorch's
-layout ``[i, f, g, o]``::
+Each layer computes, over the layer's own parameters (so ``functional_call`` and ``torch.func.grad`` see
+ordinary parameters), with gates in PyTorch's layout ``[i, f, g, o]``::
 
     i, f, g, o = split(x_t W_ihᵀ + b_ih + h_{t-1} W_hhᵀ + b_hh)
     c_t = σ(f) ⊙ c_{t-1} + σ(i) ⊙ tanh(g),   h_t = σ(o) ⊙ tanh(c_t)
 
-The fused kernel has no ``vmap`` batching rule (vmapped, it runs sample by sample), so the engine's
-``client_axis="auto"`` loops over clients for recurrent models (``sim/client_map.py``).
+by one of two kernels (``LSTMLayer.kernel``, the same function; only the last float bits differ):
+
+* ``"fused"`` (default): torch's fused LSTM kernel (``torch.lstm``: oneDNN on CPU, cuDNN on CUDA). It has no
+  ``vmap`` batching rule, so the engine loops over clients for it (``client_axis="loop"``).
+* ``"gates"``: the equations above written out, the input projection of all T positions as one matmul, then
+  one ``h W_hhᵀ`` per position. It maps under ``vmap``, so with ``engine.client_axis="vmap"`` every client of
+  a step (and every run of a rows batch) advances one position in one batched matmul (:func:`use_kernel`).
 
 Presets:
 
@@ -45,6 +49,8 @@ class LSTMLayer(nn.Module):
     ``num_biases=2``: PyTorch's trainable ``bias_ih`` and ``bias_hh``; ``num_biases=1``: one trainable
     ``bias`` plus the constant ``forget_bias`` on the forget gate (TensorFlow's ``BasicLSTMCell``)."""
 
+    kernel = "fused"  # or "gates" (module docstring; set by :func:`use_kernel`)
+
     def __init__(self, input_size: int, hidden_size: int, num_biases: int, forget_bias: float):
         super().__init__()
         gates = 4 * hidden_size
@@ -68,10 +74,34 @@ class LSTMLayer(nn.Module):
         return bias, constant
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.kernel == "gates":
+            return self._gates(x)
         state = x.new_zeros(1, x.shape[0], self.hidden_size)
         weights = [self.weight_ih, self.weight_hh, *self._biases()]
         out, *_ = torch.lstm(x, (state, state), weights, True, 1, 0.0, self.training, False, True)
         return out
+
+    def _gates(self, x: torch.Tensor) -> torch.Tensor:
+        bias_ih, bias_hh = self._biases()
+        projected = x @ self.weight_ih.T + (bias_ih + bias_hh)  # [B, T, 4H]: every position at once
+        h = c = x.new_zeros(x.shape[0], self.hidden_size)
+        outputs = []
+        for t in range(x.shape[1]):
+            i, f, g, o = (projected[:, t] + h @ self.weight_hh.T).chunk(4, dim=-1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            outputs.append(h)
+        return torch.stack(outputs, dim=1)
+
+
+def use_kernel(model: nn.Module, kernel: str) -> nn.Module:
+    """Set every :class:`LSTMLayer` of ``model`` to ``kernel`` (``"fused"`` or ``"gates"``); returns it."""
+    if kernel not in ("fused", "gates"):
+        raise ValueError(f"LSTM kernel must be 'fused' or 'gates', got {kernel!r}")
+    for module in model.modules():
+        if isinstance(module, LSTMLayer):
+            module.kernel = kernel
+    return model
 
 
 class CharLSTM(nn.Module):

@@ -3,8 +3,9 @@
 ``vmap`` is the default for dense models. Under ``vmap`` a convolution of K stacked clients becomes one
 grouped convolution, which CPU kernels run at about half the speed of K plain ones, so ``client_axis="auto"``
 loops over clients for convolutional models on CPU. Recurrent models run torch's fused LSTM kernel, which has
-no ``vmap`` batching rule, so ``auto`` loops over clients for them on every device and ``vmap`` is refused
-(``benchmarks/README.md`` has the measured figures). Both compute the same function of
+no ``vmap`` batching rule, so ``auto`` loops over clients for them on every device; ``vmap`` runs them on the
+written-out gate equations instead (``models/lstm.py``, set by the engine), one batched matmul per position
+for all clients (``benchmarks/README.md`` has the measured figures). Both compute the same function of
 the same stacked tensors; only the kernels (and so the last float bits) differ. A third axis, ``bmm``, is the
 closed-form gradient of ReLU MLPs (``mlp_step.py``, what ``auto`` picks for them), used by local training
 and the engine's full-batch gradients; every function mapped here runs under ``vmap`` for it.
@@ -29,9 +30,10 @@ CLIENT_AXES = ("auto", "vmap", "loop", "bmm")
 
 def resolve_client_axis(client_axis: str, model: nn.Module, device: torch.device) -> str:
     """``"vmap"``, ``"loop"`` or ``"bmm"``: ``auto`` takes the closed-form step of ``mlp_step.py`` for ReLU
-    MLPs, loops for recurrent models and for convolutional models on CPU, and vmaps otherwise. ``bmm``
-    changes local training and the full-batch gradients; the engine's other per-client maps run under
-    ``vmap`` then."""
+    MLPs, loops for recurrent models and for convolutional models on CPU, and vmaps otherwise (a recurrent
+    model under ``vmap`` needs its LSTM layers on the ``"gates"`` kernel: ``models.lstm.use_kernel``).
+    ``bmm`` changes local training and the full-batch gradients; the engine's other per-client maps run
+    under ``vmap`` then."""
     if client_axis not in CLIENT_AXES:
         raise ValueError(f"engine.client_axis must be one of {CLIENT_AXES}, got {client_axis!r}")
     relu_mlp = dense_relu_layers(model) is not None
@@ -41,11 +43,6 @@ def resolve_client_axis(client_axis: str, model: nn.Module, device: torch.device
             f"Linear with a bias); {type(model).__name__} is not one: use 'auto' or 'vmap'"
         )
     recurrent = any(isinstance(m, LSTMLayer) for m in model.modules())
-    if client_axis == "vmap" and recurrent:
-        raise ValueError(
-            f"engine.client_axis='vmap' cannot map {type(model).__name__}: torch's fused LSTM kernel has no "
-            "vmap batching rule; use 'auto' or 'loop' (one fused call per client)"
-        )
     if client_axis != "auto":
         return client_axis
     if relu_mlp:

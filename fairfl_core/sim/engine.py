@@ -28,6 +28,7 @@ from torch.func import functional_call
 from torch.nn import functional as F
 
 from fairfl_core.data.federated import SPLITS, FederatedDataset
+from fairfl_core.models.lstm import use_kernel
 from fairfl_core.sim.batches import draw_schedule
 from fairfl_core.sim.client_map import client_grad_and_value, client_map, resolve_client_axis
 from fairfl_core.sim.faults import completed_steps, truncate_schedule
@@ -94,6 +95,7 @@ class Engine:
         self.chunk_size = chunk_size
         self._feature_view = FeatureView(self.model)
         self.client_axis = resolve_client_axis(client_axis, self.model, self.device)
+        use_kernel(self.model, "gates" if self.client_axis == "vmap" else "fused")  # LSTM layers only
         self.relu_mlp = dense_relu_layers(self.model) if self.client_axis == "bmm" else None
         self.trainer: BatchedTrainer | SequentialTrainer
         if kind == "batched":

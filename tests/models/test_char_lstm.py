@@ -4,10 +4,16 @@ Compared in float64 (measured difference 1e-16): ``nn.LSTM`` runs oneDNN kernels
 depends on the CPU, and 80 recurrent steps accumulate float32 rounding (4e-8 of logits of size 0.27 on an AMD
 EPYC) that no CPU-independent tolerance bounds tightly."""
 
+import copy
+
+import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
+from torch.func import functional_call, stack_module_state, vmap
 
 from fairfl_core.models import build_model
+from fairfl_core.models.lstm import use_kernel
 
 HIDDEN = 32  # small widths keep the comparison fast; the gate math does not depend on them
 
@@ -86,3 +92,39 @@ def test_lstm_init_follows_torch_default():
     bound = 1.0 / 256**0.5
     for p in model.layers.parameters():
         assert p.abs().max() <= bound and p.abs().max() > 0.9 * bound
+
+
+def test_gates_kernel_equals_the_fused_kernel_forward_and_gradient(make_input):
+    """``use_kernel(model, "gates")`` computes the same function as torch's fused kernel, and so the same
+    gradients (float64, module docstring)."""
+    for name in ("lstm_leaf", "lstm_afga"):
+        fused = build_model(name, hidden_size=HIDDEN).double().eval()
+        gates = use_kernel(copy.deepcopy(fused), "gates")
+        assert {layer.kernel for layer in gates.layers} == {"gates"}
+        tokens = make_input(name, (4,))
+        labels = torch.arange(4) % 80
+        outputs, grads = [], []
+        for model in (fused, gates):
+            out = model(tokens)
+            outputs.append(out.detach())
+            grads.append(torch.autograd.grad(F.cross_entropy(out, labels), list(model.parameters())))
+        torch.testing.assert_close(outputs[1], outputs[0], atol=1e-12, rtol=1e-12)
+        for g_gates, g_fused in zip(grads[1], grads[0], strict=True):
+            torch.testing.assert_close(g_gates, g_fused, atol=1e-12, rtol=1e-10)
+
+
+def test_gates_kernel_maps_over_stacked_clients(make_input):
+    """Under ``vmap`` the gates kernel steps all clients at once and equals each client's fused forward."""
+    models = [build_model("lstm_afga", seed=k, hidden_size=HIDDEN).double().eval() for k in range(3)]
+    params, buffers = stack_module_state(models)
+    base = use_kernel(copy.deepcopy(models[0]).to("meta"), "gates")
+    tokens = make_input("lstm_afga", (3, 2))
+    out = vmap(lambda p, b, x: functional_call(base, (p, b), (x,)))(params, buffers, tokens)
+    with torch.no_grad():
+        for k, model in enumerate(models):
+            torch.testing.assert_close(out[k], model(tokens[k]), atol=1e-12, rtol=1e-12)
+
+
+def test_use_kernel_names_the_kernels():
+    with pytest.raises(ValueError, match="'fused' or 'gates', got 'cudnn'"):
+        use_kernel(build_model("lstm_leaf", hidden_size=HIDDEN), "cudnn")

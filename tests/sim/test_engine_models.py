@@ -38,10 +38,6 @@ CASES = {
 def test_model_trains_and_evaluates_in_the_batched_engine(name, client_axis):
     make_x, classes, options = CASES[name]
     data = _data(make_x(torch.Generator().manual_seed(0)), classes)
-    if name.startswith("lstm") and client_axis == "vmap":  # the fused LSTM kernel has no batching rule
-        with pytest.raises(ValueError, match="cannot map CharLSTM.*use 'auto' or 'loop'"):
-            Engine(build_model(name, **options), data, client_axis=client_axis)
-        return
     engine = Engine(build_model(name, **options), data, client_axis=client_axis)
     w = engine.init_params()
     res = engine.train(np.array([0, 1]), w, LocalSpec(lr=0.05, batch_size=4, steps=2), seed=0)
@@ -50,3 +46,19 @@ def test_model_trains_and_evaluates_in_the_batched_engine(name, client_axis):
     assert torch.isfinite(loss).all() and ((acc >= 0) & (acc <= 1)).all()
     assert engine.features(w, np.array([0])).shape[0] == 1
     assert engine.features(res.params, np.array([0, 1])).shape[0] == 2
+
+
+def test_recurrent_model_under_vmap_trains_as_the_loop_does():
+    """``client_axis="vmap"`` runs the LSTM on the written-out gate equations (one batched matmul per position
+    for all clients), ``"loop"`` on torch's fused kernel client by client: the same local training, to float64
+    rounding (``tests/models/test_char_lstm.py``)."""
+    make_x, classes, options = CASES["lstm_leaf"]
+    data = _data(make_x(torch.Generator().manual_seed(0)), classes)
+    model = build_model("lstm_leaf", **options)
+    spec = LocalSpec(lr=0.5, batch_size=4, steps=3)
+    results = {}
+    for axis in ("vmap", "loop"):
+        engine = Engine(model, data, client_axis=axis, dtype=torch.float64)
+        results[axis] = engine.train(np.array([0, 1]), engine.init_params(), spec, seed=3).params
+    assert {layer.kernel for layer in model.layers} == {"fused"}  # the caller's model is left as it was
+    torch.testing.assert_close(results["vmap"], results["loop"], atol=1e-10, rtol=1e-10)
