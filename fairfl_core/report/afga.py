@@ -6,8 +6,8 @@ Figs. 1, 2, 6).
   the accuracy curve over its span), the convergence speed that Figs. 1, 2 and 6 compare.
 * ``rounds_to_target``: R#, the first evaluated round at which the test accuracy reaches the target
   (:func:`r_target`: the paper's target scaled to the data used). Per run (the claims compare seed means of
-  it) and on the seed-mean curve (``rounds_to_target_of_mean``, the paper's reading of its tables); NaN,
-  printed "R+", when never reached.
+  it; the last round + 1 when never reached) and on the seed-mean curve (``rounds_to_target_of_mean``, the
+  paper's reading of its tables; NaN, printed "R+", when never reached).
 * Table 7: hours of simulated communication to reach each target, R# of the seed-mean curve × the time of one
   round (``gossip.CommCostModel``: Z gossip steps for AFGA and CAFGA, none for FedAMSGrad).
 """
@@ -98,16 +98,18 @@ def with_afga_metrics(
     runs: pd.DataFrame, experiment: str, target: float | None = None, last: int = 5
 ) -> pd.DataFrame:
     """``runs`` (``report.load_runs``) of ``experiment`` plus ``acc_last5``, ``acc_area``, ``target``
-    (``target`` or :func:`r_target`) and ``rounds_to_target`` of each run."""
+    (``target`` or :func:`r_target`), ``reached`` and ``rounds_to_target`` of each run: R#, or the run's last
+    round + 1 where the target is never reached (a lower bound, the paper's "R+"), so that a run that reaches
+    it always counts as faster than one that does not."""
     curves = [_curve(p) for p in runs["path"]]
     out = runs.assign(
         acc_last5=[metrics.last_k_mean(c["global_acc"], last) for c in curves],
         acc_area=[metrics.mean_over_rounds(c["global_acc"], c["round"]) for c in curves],
     )
     goal = r_target(experiment, out) if target is None else target
-    return out.assign(
-        target=goal, rounds_to_target=[_round_reached(c["round"], c["global_acc"], goal) for c in curves]
-    )
+    reached = [_round_reached(c["round"], c["global_acc"], goal) for c in curves]
+    censored = [c["round"].max() + 1 if math.isnan(r) else r for r, c in zip(reached, curves, strict=True)]
+    return out.assign(target=goal, reached=[not math.isnan(r) for r in reached], rounds_to_target=censored)
 
 
 def rounds_to_target_of_mean(runs: pd.DataFrame, target: float) -> pd.Series:
