@@ -273,6 +273,16 @@ def test_rounds_to_target_and_last_k_mean():
     assert M.last_k_mean(curve[:2]) == pytest.approx(60.0)  # a shorter curve: all of it
 
 
+def test_mean_over_rounds_is_the_trapezoidal_area_over_the_span():
+    # rounds 1, 2, 3 at 0, 10, 20: area 5 + 15 = 20 over a span of 2 -> 10
+    assert M.mean_over_rounds([0.0, 10.0, 20.0]) == pytest.approx(10.0)
+    # rounds 5, 10, 20 at 40, 60, 60: 5 * 50 + 10 * 60 = 850 over 15
+    assert M.mean_over_rounds([40.0, 60.0, 60.0], rounds=[5, 10, 20]) == pytest.approx(850 / 15)
+    # same final accuracy, the curve that rises sooner has the larger mean: 60 vs 50
+    assert M.mean_over_rounds([40.0, 80.0, 80.0]) > M.mean_over_rounds([40.0, 40.0, 80.0])
+    assert M.mean_over_rounds([73.0]) == 73.0
+
+
 def test_extra_communication_fraction():
     # theta = 0: alignment every round, f = 1 -> 1/2 (Table 3: 50.0%); never -> 0; half -> 0.5/1.5 = 1/3
     assert M.extra_communication_fraction(2000, 2000) == 0.5
@@ -424,6 +434,7 @@ def test_all_zero_accuracies_give_nan_angle_and_kl_in_summary():
         (lambda: M.nmi([0, 1], [0, 1, 1]), "labels_pred has 2"),
         (lambda: M.last_k_mean([1.0, 2.0], 0), "k must"),
         (lambda: M.rounds_to_target([1.0, 2.0], 1.0, rounds=[1]), "curve has 2"),
+        (lambda: M.mean_over_rounds([1.0, 2.0], rounds=[2, 2]), "increase strictly"),
         (lambda: M.extra_communication_fraction(5, 4), "alignment_rounds"),
         (lambda: M.group_accuracies(A4, [0, 1]), "groups has 2 labels but there are 4 clients"),
         (lambda: M.group_accuracies(A4, {"a": [0, 1], "b": []}), "group 'b' has no clients"),

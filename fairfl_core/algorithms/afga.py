@@ -1,4 +1,4 @@
-"""AFGA and CAFGA (Ye, Chen, Shen, "On the Data Heterogeneity in Adaptive Federated Learning", TMLR 2024,
+"""AFGA and CAFGA ("On the Data Heterogeneity in Adaptive Federated Learning", TMLR 2024,
 Algorithms 1 and 2): FedAMSGrad whose local iterations re-sample the training clients and gossip among all
 of them.
 

@@ -69,6 +69,7 @@ from fairfl_core.metrics.curve import (
     cumulative_moving_average,
     extra_communication_fraction,
     last_k_mean,
+    mean_over_rounds,
     rounds_to_target,
 )
 from fairfl_core.metrics.group import (
@@ -97,6 +98,7 @@ __all__ = [
     "largest_group_gap",
     "last_k_mean",
     "mean",
+    "mean_over_rounds",
     "nmi",
     "percentile",
     "rounds_to_target",

@@ -20,10 +20,21 @@ from pathlib import Path
 import pandas as pd
 
 from fairfl_core.experiments.profiles import PROFILES, Experiment, get_experiment
-from fairfl_core.report.claims import Claim
+from fairfl_core.report.claims import PAPER, Claim, check_claims, seed_outcome
 from fairfl_core.report.paper import load_paper_results, printed
 
-__all__ = ["PAPERS", "READINGS", "ClaimBuilder", "Paper", "get_paper", "paper_rows", "register_paper"]
+__all__ = [
+    "NOT_RUN",
+    "PAPERS",
+    "READINGS",
+    "ClaimBuilder",
+    "Paper",
+    "get_paper",
+    "paper_rows",
+    "register_paper",
+]
+
+NOT_RUN = "not run at this profile"
 
 READINGS = Path(__file__).resolve().parents[2] / "docs" / "readings.md"
 ClaimBuilder = Callable[[Experiment, pd.DataFrame], list[Claim]]
@@ -76,6 +87,61 @@ class Paper:
         name prefix; none: no claim)."""
         keys = [k for k in self.claim_builders if experiment.name.startswith(k)]
         return self.claim_builders[max(keys, key=len)](experiment, runs) if keys else []
+
+    def check(
+        self,
+        name: str,
+        runs: pd.DataFrame | None,
+        agg: pd.DataFrame | None = None,
+        paper: pd.DataFrame | None = None,
+    ) -> pd.DataFrame:
+        """Every claim of experiment ``name``, one row each (an ``experiment`` column first): checked by
+        :func:`~fairfl_core.report.claims.check_claims` on ``agg`` (and ``paper``) where its methods ran;
+        where the experiment did not run (``runs`` None) or a method it names did not, the result says
+        :data:`NOT_RUN`, the value is blank and ``holds_in_paper`` is read from the printed numbers."""
+        experiment = get_experiment(name)
+        ran = set() if runs is None else set(runs["method"])
+        claims = self.claims(experiment, pd.DataFrame({"method": sorted(ran)}) if runs is None else runs)
+        named = [
+            {c.method} | ({c.than} if isinstance(c.than, str) and c.than != PAPER else set()) for c in claims
+        ]
+        checked = [c for c, n in zip(claims, named, strict=True) if n <= ran]
+        rows = [check_claims(checked, agg, paper)] if checked and agg is not None else []
+        rows += [
+            pd.DataFrame([self._not_run(experiment, c) for c in claims if c not in checked])
+            if len(checked) < len(claims)
+            else pd.DataFrame()
+        ]
+        table = pd.concat([r for r in rows if not r.empty], ignore_index=True)
+        return table.assign(experiment=name)[["experiment", *table.columns]]
+
+    def _not_run(self, experiment: Experiment, claim: Claim) -> dict:
+        """The row of a claim whose runs are absent: only the verdict on the paper's printed numbers."""
+        rows = {label: row for row, label in paper_rows(experiment).items()}
+        values = self.values()
+        table = experiment.paper.table if experiment.paper else None
+        hit = values[values["table"] == table] if table else values.iloc[:0]
+
+        def cell(label: str) -> float | None:
+            v = hit[(hit["method"] == rows.get(label)) & (hit["metric"] == claim.metric)]["value"]
+            return float(v.iloc[0]) if len(v) else None
+
+        left = cell(claim.method)
+        right = float(claim.than) if not isinstance(claim.than, str) else cell(claim.than)
+        verdict = (
+            "n/a" if left is None or right is None else seed_outcome(claim.op, left, right, claim.tolerance)
+        )
+        return {
+            "claim": claim.text,
+            "dataset": hit["dataset"].iloc[0] if len(hit) else "",
+            "metric": claim.metric,
+            "method": claim.method,
+            "than": claim.than,
+            "op": claim.op + (f" (±{claim.tolerance:g})" if claim.op == "≈" else ""),
+            "result": NOT_RUN,
+            "holds_in_paper": verdict if isinstance(verdict, str) else verdict.result,
+            "source": claim.source,
+        }
 
     def claimed(self, names: list[str]) -> list[str]:
         """Those of ``names`` that have claims, in the order of ``claim_builders``."""

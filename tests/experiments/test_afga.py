@@ -74,9 +74,24 @@ def test_table4_gossip_alone_keeps_the_selection_and_the_quick_profile_is_settin
     assert methods["+ Gossip"].params == {"resample": False}
     assert methods["+ Re-sampling (no gossip)"].params == {"gossip": False}
     for name in A.QUICK:
-        for cfg in experiment_configs(name, "quick"):
-            assert (cfg.data.num_clients, cfg.train.clients_per_round, cfg.train.rounds) == (50, 5, 100)
+        configs = experiment_configs(name, "quick")
+        for cfg in configs:
+            assert (cfg.data.num_clients, cfg.train.clients_per_round, cfg.train.rounds) == (
+                50,
+                5,
+                A.QUICK_ROUNDS,
+            )
             assert cfg.model.options["dim"] == 32 and cfg.data.stand_in in (None, "CIFAR-10")
+            assert cfg.eval.every == 1  # R# is read every round
+        assert sorted({c.seed for c in configs}) == [0, 1, 2]  # the claims are decided on 3 seeds
+
+
+def test_table4_has_the_matched_rate_control():
+    lrs = {c.name: c.train.lr for c in experiment_configs("afga_table4_components", "paper", seeds=[0])}
+    assert lrs["FedAMSGrad only"] == 1.0
+    assert (
+        lrs["FedAMSGrad only (η_l = 2.0)"] == lrs["+ Gossip"] == lrs["+ Gossip + Re-sampling (AFGA)"] == 2.0
+    )
 
 
 def test_the_communication_adapted_rows_use_the_selected_ring():
