@@ -29,12 +29,15 @@ Readings of what the paper leaves open, each default first (alternatives behind 
 Per-round diagnostics (JSON): the ``participants``, their found ``clusters`` and ``weights``; ``nmi``: NMI of
 the found clusters against the planted ones over the participants (scikit-learn's
 ``normalized_mutual_info_score``; None in a round whose participants all come from one planted cluster) and
-``nmi_raw`` (scikit-learn's value there); with ``round_metrics`` (default on), at the new model w_{k+1}:
-``cd``, the client disagreement of Eq. 9 over the participants' test losses (the text's mean over unordered
-pairs; ``cd_literal=True``: the printed double sum over C(r, 2), twice as large), ``sigma_acc`` (σ_Acc over
-all n clients around the pooled test accuracy, in points), ``global_acc`` and ``nmi_all`` (every client's
-activation vector at w_{k+1} over its training set in eval mode, clustered into C, against the planted
-clusters).
+``nmi_raw`` (scikit-learn's value there). These cost nothing beyond the aggregation. With ``round_metrics``
+(off by default: no table or figure reads them, the runner's evaluations give CD, σ_Acc and the accuracy),
+also at the new model w_{k+1}: ``cd``, the client disagreement of Eq. 9 over the participants' test losses
+(the text's mean over unordered pairs; ``cd_literal=True``: the printed double sum over C(r, 2), twice as
+large), ``sigma_acc`` (σ_Acc over all n clients around the pooled test accuracy, in points), ``global_acc``
+and ``nmi_all`` (every client's activation vector at w_{k+1} over its training set in eval mode, clustered
+into C, against the planted clusters): one test pass and one training-set feature pass over all n clients,
+about a quarter of an MNIST-column round on a CPU (``benchmarks/equitable_round.py``). They never change
+the training: the selections, clusters and parameters are the same either way.
 """
 
 from __future__ import annotations
@@ -67,14 +70,15 @@ FEATURE_MODELS = "mlp, lenet5_cifar10, equitable_cnn_cifar100, equitable_cnn_fem
 class EquitableFLHyper(Proximal, ServerPluginHyper, ClientSampling):
     """``num_clusters`` C (the planted number in the paper's runs), FedProx's ``mu``, the readings
     ``reduction``, ``similarity``, ``spectral``, ``cd_literal`` (module docstring), ``round_metrics``: CD,
-    σ_Acc and the all-clients NMI at every round's new model (one evaluation pass each), ``server_lr`` η_g."""
+    σ_Acc and the all-clients NMI at every round's new model (off by default; an evaluation pass over every
+    client each round), ``server_lr`` η_g."""
 
     num_clusters: int = 2
     reduction: str = "last_epoch_mean"
     similarity: str = "gram"
     spectral: str = "literal"
     cd_literal: bool = False
-    round_metrics: bool = True
+    round_metrics: bool = False
     server_lr: float = 1.0
 
     def check(self):
