@@ -23,8 +23,10 @@ Readings of what the paper leaves open, each default first (alternatives behind 
 * degenerate rounds (not discussed): r = C (or fewer uploads than C after faults) gives every participant
   weight 1/r; a cluster left empty by K-Means replaces C by the number found (Eq. 6 still sums to 1). Each
   is recorded in the round's diagnostics (``fallback_used``, ``fallback``);
-* BatchNorm (ResNet-18): the engine keeps each client's running statistics during local training and sets
-  the global ones to the plain mean of the uploaded ones (as for every algorithm), not the Eq. 6 weights.
+* BatchNorm (ResNet-18; not discussed): the engine keeps each client's running statistics during local
+  training; the server averages the uploaded ones with the Eq. 6 weights p^i, as it averages the parameters
+  (``bn_weights="equitable"``). ``"uniform"``: the engine's plain mean over the uploads (every other
+  algorithm's rule).
 
 Per-round diagnostics (JSON): the ``participants``, their found ``clusters`` and ``weights``; ``nmi``: NMI of
 the found clusters against the planted ones over the participants (scikit-learn's
@@ -63,21 +65,23 @@ from fairfl_core.selection.activation_clustering import (
 
 __all__ = ["EquitableFL", "EquitableFLHyper"]
 
+BN_WEIGHTS = ("equitable", "uniform")
 FEATURE_MODELS = "mlp, lenet5_cifar10, equitable_cnn_cifar100, equitable_cnn_femnist, resnet18"
 
 
 @dataclass
 class EquitableFLHyper(Proximal, ServerPluginHyper, ClientSampling):
     """``num_clusters`` C (the planted number in the paper's runs), FedProx's ``mu``, the readings
-    ``reduction``, ``similarity``, ``spectral``, ``cd_literal`` (module docstring), ``round_metrics``: CD,
-    σ_Acc and the all-clients NMI at every round's new model (off by default; an evaluation pass over every
-    client each round), ``server_lr`` η_g."""
+    ``reduction``, ``similarity``, ``spectral``, ``cd_literal``, ``bn_weights`` (module docstring),
+    ``round_metrics``: CD, σ_Acc and the all-clients NMI at every round's new model (off by default; an
+    evaluation pass over every client each round), ``server_lr`` η_g."""
 
     num_clusters: int = 2
     reduction: str = "last_epoch_mean"
     similarity: str = "gram"
     spectral: str = "literal"
     cd_literal: bool = False
+    bn_weights: str = "equitable"
     round_metrics: bool = False
     server_lr: float = 1.0
 
@@ -88,7 +92,11 @@ class EquitableFLHyper(Proximal, ServerPluginHyper, ClientSampling):
                 f"num_clusters (C) must be an integer >= 1, e.g. the number of planted clusters; got {c!r}"
             )
         check_reduction(self.reduction)
-        for name, valid in (("similarity", SIMILARITIES), ("spectral", SPECTRAL_VARIANTS)):
+        for name, valid in (
+            ("similarity", SIMILARITIES),
+            ("spectral", SPECTRAL_VARIANTS),
+            ("bn_weights", BN_WEIGHTS),
+        ):
             if getattr(self, name) not in valid:
                 raise ValueError(
                     f"{name} must be one of {list(valid)} (default {valid[0]!r}); got {getattr(self, name)!r}"
@@ -164,6 +172,15 @@ class EquitableFL(FedProx):
         return Update(
             averaged(self.w, uploads.params, p, self.hp.server_lr), p, self.hp.server_lr, diagnostics
         )
+
+    def apply(self, update: Update, uploads: Uploads) -> None:
+        """The new model (Eq. 5); with BatchNorm and ``bn_weights="equitable"``, the global running statistics
+        become Σ_i p^i of the uploaded ones (Eq. 6 weights) instead of their plain mean."""
+        super().apply(update, uploads)
+        running = uploads.result.running
+        if running is not None and self.hp.bn_weights == "equitable":
+            self.state["running"] = update.weights.to(running) @ running
+            self.sim.engine.set_running_stats(self.state["running"])
 
     def round(self, t: int) -> RoundOutput:
         """The round of ``FederatedAlgorithm``, then (``round_metrics``) CD, σ_Acc and the all-clients NMI at

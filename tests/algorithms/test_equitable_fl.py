@@ -230,3 +230,51 @@ def test_engine_features_transform_is_the_mean_of_log_softmax():
     assert torch.allclose(got, F.log_softmax(h, -1).mean(0), rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="transform must be one of"):
         sim.engine.features(w, np.array([1]), transform="softplus")
+
+
+class BNNet(nn.Module):
+    """conv → BatchNorm → ReLU → Linear(64, 8) → ReLU (``features``) → Linear(8, 4)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.body = nn.Sequential(
+            nn.Conv2d(1, 4, 3, padding=1),
+            nn.BatchNorm2d(4),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(64, 8),
+            nn.ReLU(),
+        )
+        self.head = nn.Linear(8, 4)
+
+    def features(self, x):
+        return self.body(x)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+@pytest.mark.parametrize("bn_weights", ["equitable", "uniform"])
+def test_batchnorm_statistics_are_averaged_with_the_equitable_weights(bn_weights):
+    """The global running statistics after a round are Σ_i p^i running_i with Eq. 6's p (C = 2 of r = 3
+    participants: one cluster of one, one of two, p = 1/2, 1/4, 1/4 in some order), or their plain mean
+    with ``bn_weights="uniform"``; each client's running statistics are recomputed by a separate engine."""
+    train = TrainConfig(rounds=1, clients_per_round=3, batch_size=4, lr=0.1, local_steps=2)
+
+    def sim():
+        return Simulation(Engine(BNNet(), tiny_federated(), dtype=F64), train, 0)
+
+    algo = build_algorithm("equitable_fl", sim(), {"bn_weights": bn_weights})
+    start, running = algo.w.clone(), algo.state["running"].clone()
+    plan = algo.configure(0)
+    out = algo.round(0)
+    local = sim().engine
+    local.set_running_stats(running)
+    uploaded = local.train(plan.clients, start, plan.spec, algo.sim.seed_for(0, "batches")).running
+    p = torch.as_tensor(out.diagnostics["weights"], dtype=F64)
+    assert sorted(p.tolist()) == [0.25, 0.25, 0.5]
+    expected = p @ uploaded if bn_weights == "equitable" else uploaded.mean(0)
+    assert (algo.state["running"] - expected).abs().max() < 1e-12
+    assert torch.equal(algo.sim.engine.running, algo.state["running"])
+    assert (p @ uploaded - uploaded.mean(0)).abs().max() > 1e-6  # the two rules differ here
