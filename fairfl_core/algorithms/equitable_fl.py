@@ -177,9 +177,9 @@ class EquitableFL(FedProx):
         """The new model (Eq. 5); with BatchNorm and ``bn_weights="equitable"``, the global running statistics
         become Σ_i p^i of the uploaded ones (Eq. 6 weights) instead of their plain mean."""
         super().apply(update, uploads)
-        running = uploads.result.running
-        if running is not None and self.hp.bn_weights == "equitable":
-            self.state["running"] = update.weights.to(running) @ running
+        running, p = uploads.result.running, update.weights
+        if running is not None and p is not None and self.hp.bn_weights == "equitable":
+            self.state["running"] = p.to(running) @ running
             self.sim.engine.set_running_stats(self.state["running"])
 
     def round(self, t: int) -> RoundOutput:
