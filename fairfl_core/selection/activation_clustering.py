@@ -7,9 +7,10 @@ activations to the equitable aggregation weights. Pure functions; the server sid
    "last_epoch_mean"``): the mean of log_softmax(h) over every sample of the client's last (E-th) local
    epoch, taken during training with the model as it evolves, each minibatch in eval mode just before its
    step (no dropout; BatchNorm with the client's running statistics: the engine's ``ActivationMean``
-   statistic, ``LocalSpec.statistics``; docs/readings.md says why). ``"last_batch_mean"`` keeps only the last minibatch
-   (``LastBatchActivationMean``); ``"post_train_mean"`` is the mean over the whole local training set
-   re-evaluated with the final local model in eval mode (``Engine.features(..., transform="log_softmax")``).
+   statistic, ``LocalSpec.statistics``; docs/readings.md says why). ``"last_batch_mean"`` keeps only the
+   last minibatch (``LastBatchActivationMean``); ``"post_train_mean"`` is the mean over the whole local
+   training set re-evaluated with the final local model in eval mode
+   (``Engine.features(..., transform="log_softmax")``).
    The vector is detached: it takes no part in gradients. ``activation_statistic`` maps a reduction to its
    statistic.
 2. **Similarity** (line 15): S = A A^T, the Gram matrix of the r participants' vectors (rows of A in the

@@ -223,7 +223,7 @@ SMOKE = (
 )
 # 3 seeds within 25 minutes on 2 CPU cores (benchmarks/README.md, "Equitable-FL's round"): a CIFAR-10
 # column round (LeNet-5, 750 looped local steps) costs about 20 s on one loaded core, an MNIST one 2-3 s
-QUICK_ROUNDS = {"mnist": 25, "cifar10": 4, "cifar100": 10, "femnist": 10}
+QUICK_ROUNDS = {"mnist": 20, "cifar10": 4, "cifar100": 10, "femnist": 10}
 QUICK_SEEDS = (0, 1, 2)
 ABLATION_QUICK_ROUNDS = 15
 
