@@ -23,18 +23,23 @@ Readings of what the paper leaves open, each default first (alternatives behind 
 * degenerate rounds (not discussed): r = C (or fewer uploads than C after faults) gives every participant
   weight 1/r; a cluster left empty by K-Means replaces C by the number found (Eq. 6 still sums to 1). Each
   is recorded in the round's diagnostics (``fallback_used``, ``fallback``);
-* BatchNorm (ResNet-18): the engine keeps each client's running statistics during local training and sets
-  the global ones to the plain mean of the uploaded ones (as for every algorithm), not the Eq. 6 weights.
+* BatchNorm (ResNet-18; not discussed): the engine keeps each client's running statistics during local
+  training; the server averages the uploaded ones with the Eq. 6 weights p^i, as it averages the parameters
+  (``bn_weights="equitable"``). ``"uniform"``: the engine's plain mean over the uploads (every other
+  algorithm's rule).
 
 Per-round diagnostics (JSON): the ``participants``, their found ``clusters`` and ``weights``; ``nmi``: NMI of
 the found clusters against the planted ones over the participants (scikit-learn's
 ``normalized_mutual_info_score``; None in a round whose participants all come from one planted cluster) and
-``nmi_raw`` (scikit-learn's value there); with ``round_metrics`` (default on), at the new model w_{k+1}:
-``cd``, the client disagreement of Eq. 9 over the participants' test losses (the text's mean over unordered
-pairs; ``cd_literal=True``: the printed double sum over C(r, 2), twice as large), ``sigma_acc`` (σ_Acc over
-all n clients around the pooled test accuracy, in points), ``global_acc`` and ``nmi_all`` (every client's
-activation vector at w_{k+1} over its training set in eval mode, clustered into C, against the planted
-clusters).
+``nmi_raw`` (scikit-learn's value there). These cost nothing beyond the aggregation. With ``round_metrics``
+(off by default: no table or figure reads them, the runner's evaluations give CD, σ_Acc and the accuracy),
+also at the new model w_{k+1}: ``cd``, the client disagreement of Eq. 9 over the participants' test losses
+(the text's mean over unordered pairs; ``cd_literal=True``: the printed double sum over C(r, 2), twice as
+large), ``sigma_acc`` (σ_Acc over all n clients around the pooled test accuracy, in points), ``global_acc``
+and ``nmi_all`` (every client's activation vector at w_{k+1} over its training set in eval mode, clustered
+into C, against the planted clusters): one test pass and one training-set feature pass over all n clients,
+about a quarter of an MNIST-column round on a CPU (``benchmarks/equitable_round.py``). They never change
+the training: the selections, clusters and parameters are the same either way.
 """
 
 from __future__ import annotations
@@ -60,21 +65,24 @@ from fairfl_core.selection.activation_clustering import (
 
 __all__ = ["EquitableFL", "EquitableFLHyper"]
 
+BN_WEIGHTS = ("equitable", "uniform")
 FEATURE_MODELS = "mlp, lenet5_cifar10, equitable_cnn_cifar100, equitable_cnn_femnist, resnet18"
 
 
 @dataclass
 class EquitableFLHyper(Proximal, ServerPluginHyper, ClientSampling):
     """``num_clusters`` C (the planted number in the paper's runs), FedProx's ``mu``, the readings
-    ``reduction``, ``similarity``, ``spectral``, ``cd_literal`` (module docstring), ``round_metrics``: CD,
-    σ_Acc and the all-clients NMI at every round's new model (one evaluation pass each), ``server_lr`` η_g."""
+    ``reduction``, ``similarity``, ``spectral``, ``cd_literal``, ``bn_weights`` (module docstring),
+    ``round_metrics``: CD, σ_Acc and the all-clients NMI at every round's new model (off by default; an
+    evaluation pass over every client each round), ``server_lr`` η_g."""
 
     num_clusters: int = 2
     reduction: str = "last_epoch_mean"
     similarity: str = "gram"
     spectral: str = "literal"
     cd_literal: bool = False
-    round_metrics: bool = True
+    bn_weights: str = "equitable"
+    round_metrics: bool = False
     server_lr: float = 1.0
 
     def check(self):
@@ -84,7 +92,11 @@ class EquitableFLHyper(Proximal, ServerPluginHyper, ClientSampling):
                 f"num_clusters (C) must be an integer >= 1, e.g. the number of planted clusters; got {c!r}"
             )
         check_reduction(self.reduction)
-        for name, valid in (("similarity", SIMILARITIES), ("spectral", SPECTRAL_VARIANTS)):
+        for name, valid in (
+            ("similarity", SIMILARITIES),
+            ("spectral", SPECTRAL_VARIANTS),
+            ("bn_weights", BN_WEIGHTS),
+        ):
             if getattr(self, name) not in valid:
                 raise ValueError(
                     f"{name} must be one of {list(valid)} (default {valid[0]!r}); got {getattr(self, name)!r}"
@@ -160,6 +172,15 @@ class EquitableFL(FedProx):
         return Update(
             averaged(self.w, uploads.params, p, self.hp.server_lr), p, self.hp.server_lr, diagnostics
         )
+
+    def apply(self, update: Update, uploads: Uploads) -> None:
+        """The new model (Eq. 5); with BatchNorm and ``bn_weights="equitable"``, the global running statistics
+        become Σ_i p^i of the uploaded ones (Eq. 6 weights) instead of their plain mean."""
+        super().apply(update, uploads)
+        running, p = uploads.result.running, update.weights
+        if running is not None and p is not None and self.hp.bn_weights == "equitable":
+            self.state["running"] = p.to(running) @ running
+            self.sim.engine.set_running_stats(self.state["running"])
 
     def round(self, t: int) -> RoundOutput:
         """The round of ``FederatedAlgorithm``, then (``round_metrics``) CD, σ_Acc and the all-clients NMI at

@@ -5,10 +5,12 @@ activations to the equitable aggregation weights. Pure functions; the server sid
    h being the post-ReLU output of the penultimate ("activation") layer (``model.features``). The paper does
    not say how the per-sample vectors become one per client. Default reading (``reduction=
    "last_epoch_mean"``): the mean of log_softmax(h) over every sample of the client's last (E-th) local
-   epoch, taken during training with the model as it evolves (the engine's ``ActivationMean`` statistic,
-   ``LocalSpec.statistics``). ``"last_batch_mean"`` keeps only the last minibatch
-   (``LastBatchActivationMean``); ``"post_train_mean"`` is the mean over the whole local training set
-   re-evaluated with the final local model in eval mode (``Engine.features(..., transform="log_softmax")``).
+   epoch, taken during training with the model as it evolves, each minibatch in eval mode just before its
+   step (no dropout; BatchNorm with the client's running statistics: the engine's ``ActivationMean``
+   statistic, ``LocalSpec.statistics``; docs/readings.md says why). ``"last_batch_mean"`` keeps only the
+   last minibatch (``LastBatchActivationMean``); ``"post_train_mean"`` is the mean over the whole local
+   training set re-evaluated with the final local model in eval mode
+   (``Engine.features(..., transform="log_softmax")``).
    The vector is detached: it takes no part in gradients. ``activation_statistic`` maps a reduction to its
    statistic.
 2. **Similarity** (line 15): S = A A^T, the Gram matrix of the r participants' vectors (rows of A in the
@@ -67,7 +69,7 @@ __all__ = [
 ]
 
 REDUCTIONS = {
-    "last_epoch_mean": "every sample of the last local epoch, in train mode, with the evolving model",
+    "last_epoch_mean": "every sample of the last local epoch, with the evolving model, in eval mode",
     "last_batch_mean": "the last local minibatch only",
     "post_train_mean": "every local training sample, re-evaluated with the final local model in eval mode",
 }

@@ -129,7 +129,7 @@ def test_fewer_uploads_than_clusters_fall_back_to_uniform_and_say_so():
 
 def test_round_diagnostics_are_json_and_equal_the_metrics_at_the_new_model():
     sim = mlp_sim(clients_per_round=4)
-    algo = build_algorithm("equitable_fl", sim, {"mu": 0.1})
+    algo = build_algorithm("equitable_fl", sim, {"mu": 0.1, "round_metrics": True})
     out = algo.round(0)
     d = json.loads(json.dumps(out.diagnostics, allow_nan=False))
     participants = np.asarray(d["participants"])
@@ -144,8 +144,26 @@ def test_round_diagnostics_are_json_and_equal_the_metrics_at_the_new_model():
     truth = sim.groups[participants]
     assert (d["nmi"] is None) == (len(set(truth)) < 2)
     assert 0 <= d["nmi_raw"] <= 1 and 0 <= d["nmi_all"] <= 1
-    literal = build_algorithm("equitable_fl", mlp_sim(clients_per_round=4), {"mu": 0.1, "cd_literal": True})
+    literal = build_algorithm(
+        "equitable_fl", mlp_sim(clients_per_round=4), {"mu": 0.1, "cd_literal": True, "round_metrics": True}
+    )
     assert literal.round(0).diagnostics["cd"] == pytest.approx(2 * d["cd"], abs=1e-12)
+
+
+def test_round_metrics_leave_selections_clusters_and_parameters_unchanged():
+    """The diagnostics of ``round_metrics`` are read-only: with them off (the default) the run makes the same
+    selections, finds the same clusters and reaches the same parameters, and logs none of them."""
+    runs = {}
+    for on in (False, True):
+        algo = build_algorithm("equitable_fl", mlp_sim(clients_per_round=4), {"round_metrics": on})
+        runs[on] = ([algo.round(t) for t in range(3)], algo.w.clone())
+    (off, w_off), (on, w_on) = runs[False], runs[True]
+    assert torch.equal(w_off, w_on)
+    for a, b in zip(off, on, strict=True):
+        assert list(a.selected) == list(b.selected)
+        assert {k: v for k, v in b.diagnostics.items() if k in a.diagnostics} == a.diagnostics
+        assert {"cd", "sigma_acc", "global_acc", "nmi_all"} <= set(b.diagnostics)
+        assert not {"cd", "sigma_acc", "global_acc", "nmi_all"} & set(a.diagnostics)
 
 
 def test_planted_clusters_are_recovered_on_label_disjoint_clients():
@@ -159,7 +177,7 @@ def test_planted_clusters_are_recovered_on_label_disjoint_clients():
         data.y[idx] = 2 * (k % 2) + (data.y[idx] % 2)
         noise = torch.rand(len(idx), 1, 4, 4, generator=gen) * 80
         data.x[idx] = (noise + data.y[idx, None, None, None] * 40).to(torch.uint8)
-    algo = build_algorithm("equitable_fl", sim, {})
+    algo = build_algorithm("equitable_fl", sim, {"round_metrics": True})
     outs = [algo.round(t).diagnostics for t in range(4)]
     last = outs[-1]
     assert last["nmi_all"] == pytest.approx(1.0)
@@ -212,3 +230,51 @@ def test_engine_features_transform_is_the_mean_of_log_softmax():
     assert torch.allclose(got, F.log_softmax(h, -1).mean(0), rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="transform must be one of"):
         sim.engine.features(w, np.array([1]), transform="softplus")
+
+
+class BNNet(nn.Module):
+    """conv → BatchNorm → ReLU → Linear(64, 8) → ReLU (``features``) → Linear(8, 4)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.body = nn.Sequential(
+            nn.Conv2d(1, 4, 3, padding=1),
+            nn.BatchNorm2d(4),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(64, 8),
+            nn.ReLU(),
+        )
+        self.head = nn.Linear(8, 4)
+
+    def features(self, x):
+        return self.body(x)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+@pytest.mark.parametrize("bn_weights", ["equitable", "uniform"])
+def test_batchnorm_statistics_are_averaged_with_the_equitable_weights(bn_weights):
+    """The global running statistics after a round are Σ_i p^i running_i with Eq. 6's p (C = 2 of r = 3
+    participants: one cluster of one, one of two, p = 1/2, 1/4, 1/4 in some order), or their plain mean
+    with ``bn_weights="uniform"``; each client's running statistics are recomputed by a separate engine."""
+    train = TrainConfig(rounds=1, clients_per_round=3, batch_size=4, lr=0.1, local_steps=2)
+
+    def sim():
+        return Simulation(Engine(BNNet(), tiny_federated(), dtype=F64), train, 0)
+
+    algo = build_algorithm("equitable_fl", sim(), {"bn_weights": bn_weights})
+    start, running = algo.w.clone(), algo.state["running"].clone()
+    plan = algo.configure(0)
+    out = algo.round(0)
+    local = sim().engine
+    local.set_running_stats(running)
+    uploaded = local.train(plan.clients, start, plan.spec, algo.sim.seed_for(0, "batches")).running
+    p = torch.as_tensor(out.diagnostics["weights"], dtype=F64)
+    assert sorted(p.tolist()) == [0.25, 0.25, 0.5]
+    expected = p @ uploaded if bn_weights == "equitable" else uploaded.mean(0)
+    assert (algo.state["running"] - expected).abs().max() < 1e-12
+    assert torch.equal(algo.sim.engine.running, algo.state["running"])
+    assert (p @ uploaded - uploaded.mean(0)).abs().max() > 1e-6  # the two rules differ here

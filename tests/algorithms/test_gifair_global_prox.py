@@ -1,8 +1,11 @@
 """GIFAIR-FL-Global with FedProx local training (Equitable-FL's GIFAIR baseline)."""
 
+import numpy as np
+import pytest
 import torch
 
 from fairfl_core.algorithms import build_algorithm
+from fairfl_core.algorithms.gifair_global_prox import round_scales
 from tests.algorithms.conftest import run_rounds, tiny_sim
 
 
@@ -22,3 +25,35 @@ def test_the_proximal_term_reaches_the_local_step():
     spec = algo.configure(0).spec
     assert spec.prox_mu == 0.3 and torch.equal(spec.prox_ref, algo.w) and spec.grad_scale is not None
     assert algo.hp.sampling == "uniform" and algo.hp.weighting == "size"
+
+
+def test_round_scales_by_hand():
+    """Three participants of cluster 0 (n = 100, loss 1) and one of cluster 1 (n = 300, loss 2):
+    p = (1/6, 1/6, 1/6, 1/2), |A| = (3, 3, 3, 1), λ_max = min p_k |A_k| / (2 − 1) = 0.5, λ = 0.25 at
+    lam_frac 0.5; r = −1 for the lower-loss cluster, +1 for the other: α = 1 − 0.25/0.5, 1 + 0.25/0.5."""
+    scale, lam = round_scales(np.array([100, 100, 100, 300]), np.array([4, 4, 4, 7]), [1, 1, 1, 2], 0.5)
+    assert lam == pytest.approx(0.25)
+    assert scale == pytest.approx([0.5, 0.5, 0.5, 1.5])
+    one, lam_one = round_scales(np.array([100, 300]), np.array([2, 2]), [1.0, 5.0], 0.5)
+    assert lam_one == 0 and one.tolist() == [1.0, 1.0]
+
+
+def test_round_counting_scales_from_the_participants_losses_at_the_global_model():
+    sim = tiny_sim(clients_per_round=4)
+    algo = build_algorithm("gifair_global_prox", sim, {"mu": 0.3, "groups": "partition"})
+    plan = algo.configure(0)
+    clients = plan.clients
+    assert len(set(algo.groups[clients])) > 1  # two clusters present: the scales are not all 1
+    losses = sim.engine.losses(algo.w, clients, "train")[0].numpy()
+    expected, _ = round_scales(sim.train_sizes[clients], algo.groups[clients], losses, algo.hp.lam_frac)
+    assert plan.spec.grad_scale.numpy() == pytest.approx(expected, abs=1e-12)
+    assert np.ptp(expected) > 0
+    cached = build_algorithm("gifair_global_prox", tiny_sim(clients_per_round=4), {"counting": "all"})
+    assert cached.configure(0).spec.grad_scale.numpy() == pytest.approx(cached.scales(clients), abs=1e-12)
+    diag = algo.round(1).diagnostics
+    assert {"lambda", "scale_min", "scale_max"} <= set(diag)
+
+
+def test_bad_counting_names_the_choices():
+    with pytest.raises(ValueError, match="counting must be one of"):
+        build_algorithm("gifair_global_prox", tiny_sim(), {"counting": "cache"})
