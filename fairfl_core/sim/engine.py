@@ -3,7 +3,7 @@
 An algorithm never touches a DataLoader or an ``nn.Module``: it calls
 
 * ``train(clients, start, spec, seed)``: local training (batched or sequential trainer, same numbers), or
-  ``stack(...)`` for the same clients' state advanced step by step (``stack.py``);
+  ``stack(...)`` for the same clients' state advanced step by step (``client_stack.py``);
 * ``losses(w, clients, split)``: each client's mean loss and accuracy on its full split (train, val or
   test), at one model ``[P]`` or at per-client models ``[K, P]`` (q-FFL's F_k at the received model,
   Power-of-Choice, AFL, ...);
@@ -28,14 +28,16 @@ from torch.func import functional_call
 from torch.nn import functional as F
 
 from fairfl_core.data.federated import SPLITS, FederatedDataset
+from fairfl_core.sim.batched_trainer import BatchedTrainer
 from fairfl_core.sim.batches import draw_schedule
 from fairfl_core.sim.client_map import client_grad_and_value, client_map, resolve_client_axis
+from fairfl_core.sim.client_stack import ClientStack
 from fairfl_core.sim.faults import completed_steps, truncate_schedule
+from fairfl_core.sim.feature_view import FeatureView
 from fairfl_core.sim.local import LocalResult, LocalSpec
 from fairfl_core.sim.mlp_step import dense_relu_layers, mlp_gradient
 from fairfl_core.sim.params import ParamSpace
 from fairfl_core.sim.sequential import SequentialTrainer
-from fairfl_core.sim.stack import BatchedTrainer, ClientStack, FeatureView
 from fairfl_core.sim.statistics import TRANSFORMS
 
 __all__ = ["Engine", "TRAINERS", "batchnorm_rule"]
@@ -142,7 +144,7 @@ class Engine:
         work: np.ndarray | None = None,
     ) -> LocalResult:
         """Local training of ``clients`` from ``start`` (``[P]`` shared or ``[K, P]``): every step of every
-        client's schedule (``schedule``), the stack stepped to the end (``stack.py``).
+        client's schedule (``schedule``), the stack stepped to the end (``client_stack.py``).
 
         ``work`` ``[K]``: the fraction f_k of its scheduled steps each client completes (stragglers,
         ``sim/faults.py``): only its first ⌈f_k K_k⌉ minibatches of the same schedule; None = all.
@@ -158,9 +160,10 @@ class Engine:
         work: np.ndarray | None = None,
         running: torch.Tensor | None = None,
     ) -> ClientStack:
-        """The clients' local-training state at ``start``, to be advanced step by step (``stack.py``): the
-        same minibatch streams as ``train`` with the same arguments. ``running``: each client's own BatchNorm
-        running statistics ``[K, Q]`` (default: every client starts from the global ones)."""
+        """The clients' local-training state at ``start``, to be advanced step by step
+        (``client_stack.py``): the same minibatch streams as ``train`` with the same arguments. ``running``:
+        each client's own BatchNorm running statistics ``[K, Q]`` (default: every client starts from the
+        global ones)."""
         running = self.running if running is None else running
         return self.trainer.stack(start, spec, self.schedule(clients, spec, seed, work), running)
 

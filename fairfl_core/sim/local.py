@@ -16,8 +16,8 @@ The terms an algorithm asks for through ``LocalSpec``'s fields, in the order the
     WeightDecay δ = λ_wd w_k             weight decay
 
 An algorithm adds a term of its own by subclassing :class:`StepTerm` and passing it in ``LocalSpec.terms``,
-and a loss of its own through ``LocalSpec.loss``; every trainer (``stack.py``: the batched trainer on any
-client axis, ``sequential.py``: the reference) applies the same term objects, so no term is written twice. The
+and a loss of its own through ``LocalSpec.loss``; every trainer (``batched_trainer.py`` on any client axis,
+``sequential.py``: the reference) applies the same term objects, so no term is written twice. The
 closed-form MLP gradient (``mlp_step.py``) covers ``objective`` but not a custom ``loss``: with one, the
 batched trainer takes that round's gradients by ``vmap`` instead (same numbers, slower).
 """

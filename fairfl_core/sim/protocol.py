@@ -8,7 +8,7 @@
   engine; ``stack`` (clients stepped side by side, gossip) it refuses.
 
 An algorithm uses nothing else of the engine: the members below, and the ``ClientStack`` that ``stack``
-returns (``sim/stack.py``).
+returns (``sim/client_stack.py``).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from torch import nn
 
 if TYPE_CHECKING:
     from fairfl_core.data.federated import FederatedDataset
+    from fairfl_core.sim.client_stack import ClientStack
     from fairfl_core.sim.local import LocalResult, LocalSpec
     from fairfl_core.sim.params import ParamSpace
-    from fairfl_core.sim.stack import ClientStack
 
 __all__ = ["ClientEngine"]
 

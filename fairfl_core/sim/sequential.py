@@ -15,11 +15,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from fairfl_core.models.dropout import supplied_noise
+from fairfl_core.models.dropout import model_dropouts, supplied_noise
 from fairfl_core.sim.batches import BatchSchedule, dropout_noise
+from fairfl_core.sim.client_stack import ClientStack
 from fairfl_core.sim.local import LocalResult, LocalSpec, combine, masked_mean_loss
 from fairfl_core.sim.params import ParamSpace
-from fairfl_core.sim.stack import ClientStack, model_dropouts
 
 __all__ = ["SequentialStack", "SequentialTrainer"]
 

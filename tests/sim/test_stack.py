@@ -1,5 +1,6 @@
-"""Step-level local training (``sim/stack.py``), the step terms (``sim/local.py``) and the in-training
-statistics (``sim/statistics.py``), in float64 against plain PyTorch loops."""
+"""Step-level local training (``sim/client_stack.py``, ``sim/batched_trainer.py``), the step terms
+(``sim/local.py``) and the in-training statistics (``sim/statistics.py``), in float64 against plain PyTorch
+loops."""
 
 import numpy as np
 import pytest
