@@ -42,7 +42,7 @@ class Centralized(FederatedAlgorithm):
         everyone = np.arange(sim.num_clients)
         faults = sim.faults(t, everyone)
         if not faults.uploaded.any():
-            return RoundOutput(everyone, {"faults": faults.record(), "skipped": True})
+            return self.skipped(everyone, faults)
         lists = engine.data.client_indices("train")
         pool = torch.cat([lists[k] for k in faults.survivors])
         spec = sim.local_spec(t)
@@ -58,9 +58,7 @@ class Centralized(FederatedAlgorithm):
         result = engine.trainer.train(self.w, spec, schedule, engine.running)
         self.state["w"] = result.params[0]
         if result.running is not None:
-            self.state["running"] = result.running[0]
-            engine.set_running_stats(self.state["running"])
-        diagnostics = {"train_loss": float(result.train_loss[0]), "samples": len(pool)}
-        if faults.kind != "none":
-            diagnostics["faults"] = faults.record()
-        return RoundOutput(everyone, diagnostics)
+            self.adopt_running(result.running[0])
+        return self.report(
+            everyone, faults, {"train_loss": float(result.train_loss[0]), "samples": len(pool)}
+        )
