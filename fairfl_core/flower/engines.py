@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -25,6 +26,9 @@ from fairfl_core.flower.support import FlowerUnsupported
 from fairfl_core.flower.wire import Payload, array, spec_payload, tensor
 from fairfl_core.sim.engine import Engine
 from fairfl_core.sim.local import LocalResult, LocalSpec
+
+if TYPE_CHECKING:
+    from fairfl_core.sim.protocol import ClientEngine
 
 __all__ = ["STAT", "Exchange", "FlowerEngine", "node_engine"]
 
@@ -95,6 +99,15 @@ class FlowerEngine:
             None if self.local.running is None else self._stack(r.arrays["running"] for r in replies),
         )
 
+    def train_pooled(
+        self, clients: np.ndarray, start: torch.Tensor, spec: LocalSpec, seed: int
+    ) -> LocalResult:
+        """``Engine.train_pooled`` would gather the clients' data in one place: refused."""
+        raise FlowerUnsupported(
+            "engine.train_pooled trains one model on the pooled training data of every client: there is no "
+            "federation to run as Flower messages"
+        )
+
     def losses(
         self, w: torch.Tensor, clients: np.ndarray | None = None, split: str = "train"
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -139,3 +152,7 @@ class FlowerEngine:
 
     def _stack(self, rows) -> torch.Tensor:
         return self._tensor(np.stack(list(rows)))
+
+
+if TYPE_CHECKING:  # the interface an algorithm sees (``sim/protocol.py``), checked by mypy
+    _SERVES: type[ClientEngine] = FlowerEngine

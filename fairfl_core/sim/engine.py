@@ -2,8 +2,9 @@
 
 An algorithm never touches a DataLoader or an ``nn.Module``: it calls
 
-* ``train(clients, start, spec, seed)``: local training (batched or sequential trainer, same numbers), or
-  ``stack(...)`` for the same clients' state advanced step by step (``client_stack.py``);
+* ``train(clients, start, spec, seed)``: local training (batched or sequential trainer, same numbers),
+  ``train_pooled(...)``: one model trained on the clients' pooled data (Centralized), or ``stack(...)``: the
+  same clients' state advanced step by step (``client_stack.py``);
 * ``losses(w, clients, split)``: each client's mean loss and accuracy on its full split (train, val or
   test), at one model ``[P]`` or at per-client models ``[K, P]`` (q-FFL's F_k at the received model,
   Power-of-Choice, AFL, ...);
@@ -20,6 +21,7 @@ closed-form gradient of ``mlp_step.py`` instead (``client_axis="bmm"``).
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -39,6 +41,9 @@ from fairfl_core.sim.mlp_step import dense_relu_layers, mlp_gradient
 from fairfl_core.sim.params import ParamSpace
 from fairfl_core.sim.sequential import SequentialTrainer
 from fairfl_core.sim.statistics import TRANSFORMS
+
+if TYPE_CHECKING:
+    from fairfl_core.sim.protocol import ClientEngine
 
 __all__ = ["Engine", "TRAINERS", "batchnorm_rule"]
 
@@ -150,6 +155,25 @@ class Engine:
         ``sim/faults.py``): only its first ⌈f_k K_k⌉ minibatches of the same schedule; None = all.
         """
         return self.trainer.train(start, spec, self.schedule(clients, spec, seed, work), self.running)
+
+    def train_pooled(
+        self, clients: np.ndarray, start: torch.Tensor, spec: LocalSpec, seed: int
+    ) -> LocalResult:
+        """Local training of one model from ``start`` ``[P]`` on the union of ``clients``' training samples:
+        one minibatch stream over the pooled data (``batches.py``), as one client holding all of them
+        (Centralized). Returns a one-row result."""
+        lists = self.data.client_indices("train")
+        pool = torch.cat([lists[k] for k in np.asarray(clients)])
+        schedule = draw_schedule(
+            pool[None],
+            np.array([len(pool)]),
+            spec.batch_size,
+            steps=spec.steps,
+            epochs=spec.epochs,
+            seed=seed,
+            dtype=self.dtype,
+        )
+        return self.trainer.train(start, spec, schedule, self.running)
 
     def stack(
         self,
@@ -333,3 +357,7 @@ class Engine:
                 hits += float((out.argmax(-1) == y).sum())
         n = max(len(idx), 1)
         return hits / n, loss / n
+
+
+if TYPE_CHECKING:  # the interface an algorithm sees (``protocol.py``), checked by mypy
+    _SERVES: type[ClientEngine] = Engine

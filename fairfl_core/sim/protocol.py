@@ -5,7 +5,9 @@
   with the other runs' (runs as rows), the rest as the engine does;
 * :class:`~fairfl_core.flower.engines.FlowerEngine` sends ``train``, ``losses``, ``gradients`` and
   ``features`` to the clients' nodes as Flower messages and keeps the server-side members of its local
-  engine; ``stack`` (clients stepped side by side, gossip) it refuses.
+  engine; ``stack`` (clients stepped side by side, gossip) and ``train_pooled`` (Centralized) it refuses.
+
+Each engine module states that it serves this interface (``_SERVES: type[ClientEngine]``, checked by mypy).
 
 An algorithm uses nothing else of the engine: the members below, and the ``ClientStack`` that ``stack``
 returns (``sim/client_stack.py``).
@@ -59,6 +61,12 @@ class ClientEngine(Protocol):
         work: np.ndarray | None = None,
     ) -> LocalResult:
         """Local training of ``clients`` from ``start`` (``[P]`` or ``[K, P]``) on their minibatch streams."""
+        ...
+
+    def train_pooled(
+        self, clients: np.ndarray, start: torch.Tensor, spec: LocalSpec, seed: int
+    ) -> LocalResult:
+        """One model trained from ``start`` ``[P]`` on the union of ``clients``' training samples."""
         ...
 
     def stack(

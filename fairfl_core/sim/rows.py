@@ -337,13 +337,30 @@ class RowsBatcher:
                 if self._pending and len(self._pending) == self._live:
                     self._flush()
 
-    def attach(self, engine) -> None:
-        """Route ``engine.train`` through the batcher (the engine's other computations run as they are)."""
-        engine.train = lambda clients, start, spec, seed, work=None: self.train(
-            engine, clients, start, spec, seed, work
-        )
+    def attach(self, engine: Engine) -> None:
+        """Route ``engine.train`` through the batcher; the engine's other members (``protocol.ClientEngine``)
+        run as they are, so the attached engine serves the same interface."""
 
-    def train(self, engine, clients, start, spec, seed, work=None) -> LocalResult:
+        def train(
+            clients: np.ndarray,
+            start: torch.Tensor,
+            spec: LocalSpec,
+            seed: int,
+            work: np.ndarray | None = None,
+        ) -> LocalResult:
+            return self.train(engine, clients, start, spec, seed, work)
+
+        engine.train = train  # type: ignore[method-assign]
+
+    def train(
+        self,
+        engine: Engine,
+        clients: np.ndarray,
+        start: torch.Tensor,
+        spec: LocalSpec,
+        seed: int,
+        work: np.ndarray | None = None,
+    ) -> LocalResult:
         """``Engine.train``'s result, computed together with the other live runs' calls."""
         call = _Call(engine, start, spec, engine.schedule(clients, spec, seed, work), engine.running)
         self._pending.append(call)
