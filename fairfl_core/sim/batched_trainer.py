@@ -78,12 +78,12 @@ class BatchedTrainer:
                 return mlp_gradient(flattens, list(params.values()), x, y, m, scale, objective)
 
             return closed_form
-        model, base_loss = self.model, spec.loss or masked_mean_loss
+        model, sample_loss = self.model, spec.loss
         layers = [layer for layer, _ in self.dropouts]
 
         def loss(params, stats, x, y, m, noise):
             with supplied_noise(dict(zip(layers, noise, strict=True))):
-                value = base_loss(functional_call(model, (params, stats), (x,)), y, m)
+                value = masked_mean_loss(functional_call(model, (params, stats), (x,)), y, m, sample_loss)
             return objective(value) if objective is not None else value
 
         # the engine supplies every mask (SeededDropout); a model whose own dropout draws from torch's

@@ -27,7 +27,6 @@ import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call
-from torch.nn import functional as F
 
 from fairfl_core.data.federated import SPLITS, FederatedDataset
 from fairfl_core.sim.batched_trainer import BatchedTrainer
@@ -36,7 +35,7 @@ from fairfl_core.sim.client_map import client_grad_and_value, client_map, resolv
 from fairfl_core.sim.client_stack import ClientStack
 from fairfl_core.sim.faults import completed_steps, truncate_schedule
 from fairfl_core.sim.feature_view import FeatureView
-from fairfl_core.sim.local import LocalResult, LocalSpec
+from fairfl_core.sim.local import LocalResult, LocalSpec, SampleLoss, cross_entropy
 from fairfl_core.sim.mlp_step import dense_relu_layers, mlp_gradient
 from fairfl_core.sim.params import ParamSpace
 from fairfl_core.sim.sequential import SequentialTrainer
@@ -219,15 +218,21 @@ class Engine:
         return functional_call(self.model, (self.space.unflatten(w), self.buffers), (x,))
 
     def losses(
-        self, w: torch.Tensor, clients: np.ndarray | None = None, split: str = "train"
+        self,
+        w: torch.Tensor,
+        clients: np.ndarray | None = None,
+        split: str = "train",
+        loss: SampleLoss | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean loss and accuracy (fraction) of each client on its whole ``split``.
 
-        ``w`` is one model ``[P]`` (evaluated on every listed client) or per-client models ``[K, P]``.
+        ``w`` is one model ``[P]`` (evaluated on every listed client) or per-client models ``[K, P]``;
+        ``loss``: the per-sample loss (``LocalSpec.loss``; None = ``local.cross_entropy``).
         """
         clients = np.arange(self.data.num_clients) if clients is None else np.asarray(clients)
+        sample_loss = loss or cross_entropy
         if w.dim() == 2:
-            return self._losses_stacked(w, clients, split)
+            return self._losses_stacked(w, clients, split, sample_loss)
         idx, owner = self._client_samples(clients, split)
         loss_sum = torch.zeros(len(clients), dtype=self.dtype, device=self.device)
         hits = torch.zeros_like(loss_sum)
@@ -236,7 +241,7 @@ class Engine:
                 part = slice(lo, lo + self.eval_batch)
                 out = self.logits(w, self.data.inputs(idx[part], self.dtype))
                 y = self.data.y[idx[part]]
-                loss_sum.index_add_(0, owner[part], F.cross_entropy(out, y, reduction="none"))
+                loss_sum.index_add_(0, owner[part], sample_loss(out, y))
                 hits.index_add_(0, owner[part], (out.argmax(-1) == y).to(self.dtype))
         n = torch.as_tensor(self._counts[split][clients], dtype=self.dtype, device=self.device).clamp_min(1)
         return loss_sum / n, hits / n
@@ -268,10 +273,10 @@ class Engine:
             for c0 in range(0, width, cs):
                 yield rows, idx[:, c0 : c0 + cs], mask[:, c0 : c0 + cs]
 
-    def _losses_stacked(self, w, clients, split):
+    def _losses_stacked(self, w, clients, split, sample_loss: SampleLoss):
         def per_client(wk, x, y, m):
             out = self.logits(wk, x)
-            return (F.cross_entropy(out, y, reduction="none") * m).sum(), ((out.argmax(-1) == y) * m).sum()
+            return (sample_loss(out, y) * m).sum(), ((out.argmax(-1) == y) * m).sum()
 
         fn = client_map(per_client, self.client_axis)
         self.eval_mode()
@@ -285,25 +290,32 @@ class Engine:
         n = torch.as_tensor(self._counts[split][clients], dtype=self.dtype, device=self.device).clamp_min(1)
         return loss_sum / n, hits / n
 
-    def gradients(self, w: torch.Tensor, clients: np.ndarray, split: str = "train") -> torch.Tensor:
-        """Full-batch gradient ``[K, P]`` of each client's mean loss at ``w`` (``[P]`` or ``[K, P]``)."""
+    def gradients(
+        self, w: torch.Tensor, clients: np.ndarray, split: str = "train", loss: SampleLoss | None = None
+    ) -> torch.Tensor:
+        """Full-batch gradient ``[K, P]`` of each client's mean loss at ``w`` (``[P]`` or ``[K, P]``);
+        ``loss``: the per-sample loss (``LocalSpec.loss``; None = ``local.cross_entropy``, whose closed form
+        ``mlp_step.py`` has)."""
         clients = np.asarray(clients)
+        sample_loss = loss or cross_entropy
+        closed_form = self.relu_mlp if loss is None else None
 
         def loss_sum(params, x, y, m):
             out = functional_call(self.model, (params, self.buffers), (x,))
-            return (F.cross_entropy(out, y, reduction="none") * m).sum()
+            return (sample_loss(out, y) * m).sum()
 
-        if self.client_axis != "bmm":
+        if closed_form is None:
+            axis = "vmap" if self.client_axis == "bmm" else self.client_axis
             in_dims = (0 if w.dim() == 2 else None, 0, 0, 0)
-            fn = client_grad_and_value(loss_sum, self.client_axis, in_dims=in_dims)
+            fn = client_grad_and_value(loss_sum, axis, in_dims=in_dims)
         out = torch.zeros(len(clients), self.space.size, dtype=self.dtype, device=self.device)
         self.eval_mode()
         for rows, idx, mask in self._padded_chunks(clients, split):
             x, y = self.data.inputs(idx, self.dtype), self.data.y[idx]
-            if self.relu_mlp is not None:  # client_axis "bmm", the closed form: the chunk's mean gradient
+            if closed_form is not None:  # client_axis "bmm", the closed form: the chunk's mean gradient
                 kc = rows.stop - rows.start  # × its sample count
                 stacked = self.space.unflatten(w[rows] if w.dim() == 2 else w.expand(kc, -1))
-                g, _ = mlp_gradient(self.relu_mlp[0], list(stacked.values()), x, y, mask, mask.sum(1))
+                g, _ = mlp_gradient(closed_form[0], list(stacked.values()), x, y, mask, mask.sum(1))
                 grads = dict(zip(self.space.names, g.tensors(), strict=True))
             else:
                 grads, _ = fn(self.space.unflatten(w[rows] if w.dim() == 2 else w), x, y, mask)
@@ -353,7 +365,7 @@ class Engine:
                 part = idx[lo : lo + self.eval_batch]
                 out = self.logits(w, self.data.inputs(part, self.dtype))
                 y = self.data.y[part]
-                loss += float(F.cross_entropy(out, y, reduction="sum"))
+                loss += float(cross_entropy(out, y, reduction="sum"))
                 hits += float((out.argmax(-1) == y).sum())
         n = max(len(idx), 1)
         return hits / n, loss / n

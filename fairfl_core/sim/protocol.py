@@ -24,7 +24,7 @@ from torch import nn
 if TYPE_CHECKING:
     from fairfl_core.data.federated import FederatedDataset
     from fairfl_core.sim.client_stack import ClientStack
-    from fairfl_core.sim.local import LocalResult, LocalSpec
+    from fairfl_core.sim.local import LocalResult, LocalSpec, SampleLoss
     from fairfl_core.sim.params import ParamSpace
 
 __all__ = ["ClientEngine"]
@@ -82,13 +82,21 @@ class ClientEngine(Protocol):
         ...
 
     def losses(
-        self, w: torch.Tensor, clients: np.ndarray | None = None, split: str = "train"
+        self,
+        w: torch.Tensor,
+        clients: np.ndarray | None = None,
+        split: str = "train",
+        loss: SampleLoss | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Each client's mean loss and accuracy on its ``split`` at ``w`` (``[P]`` or ``[K, P]``)."""
+        """Each client's mean loss (per-sample ``loss``, None = cross-entropy) and accuracy on its ``split``
+        at ``w`` (``[P]`` or ``[K, P]``)."""
         ...
 
-    def gradients(self, w: torch.Tensor, clients: np.ndarray, split: str = "train") -> torch.Tensor:
-        """Each client's full-batch gradient ``[K, P]``."""
+    def gradients(
+        self, w: torch.Tensor, clients: np.ndarray, split: str = "train", loss: SampleLoss | None = None
+    ) -> torch.Tensor:
+        """Each client's full-batch gradient ``[K, P]`` of its mean per-sample ``loss`` (None =
+        cross-entropy)."""
         ...
 
     def features(
