@@ -131,7 +131,7 @@ class AFGA(FederatedAlgorithm):
         selected = self.sample(sim.rng(t, "select"))
         faults = sim.faults(t, selected)
         if not faults.uploaded.any():
-            return RoundOutput(selected, {"faults": faults.record(), "skipped": True})
+            return self.skipped(selected, faults)
         online = hp.comm_adapted == "selected_ring"
         rows = selected if online else np.concatenate([selected, np.setdiff1d(np.arange(n), selected)])
         row_of = np.empty(n, dtype=np.int64)
@@ -174,16 +174,13 @@ class AFGA(FederatedAlgorithm):
         )
         self.state.update(w=w, m=m, v=v, v_hat=v_hat)
         if result.running is not None:
-            self.state["running"] = result.running[torch.as_tensor(up)].mean(0)
-            sim.engine.set_running_stats(self.state["running"])
+            self.adopt_running(result.running[torch.as_tensor(up)].mean(0))
         diagnostics = {
             "train_loss": float(result.train_loss[torch.as_tensor(up)].mean()),
             "consensus_error": consensus,
             "peer_messages": messages,
         }
-        if faults.kind != "none":
-            diagnostics["faults"] = faults.record()
-        return RoundOutput(selected, diagnostics)
+        return self.report(selected, faults, diagnostics)
 
     def _round_mixer(self, rows: np.ndarray) -> Mixer | None:
         """The round's gossip over the stack's rows: W with rows and columns in stack order, a ring per

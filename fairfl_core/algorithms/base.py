@@ -19,7 +19,9 @@ state after it runs over the survivors (the clients whose upload arrives), with 
 them; a dropped client keeps its stale state; a straggler's update is the ⌈f K⌉ steps it completed,
 aggregated like the others. After
 ``aggregate`` the server plug-ins (``server_plugins.py``) act on the new model. An algorithm whose round has
-another shape (AFGA's gossip between local steps) overrides ``round`` itself and drives a ``ClientStack``.
+another shape (AFGA's gossip between local steps) overrides ``round`` itself and drives a ``ClientStack``,
+with the same bookkeeping: ``skipped`` (no upload arrived), ``adopt_running`` (BatchNorm statistics),
+``report`` (the round's diagnostics and faults).
 
 Everything an algorithm keeps across rounds lives in ``self.state`` (checkpointed as is); anything passed
 within a round travels in the ``Plan`` and ``Uploads``, never in attributes.
@@ -146,18 +148,17 @@ class FederatedAlgorithm:
     def round(self, t: int) -> RoundOutput:
         plan = self.configure(t)
         faults = self.sim.faults(t, plan.clients)
-        if not faults.uploaded.any():  # nothing reaches the server: the model and the state stay as they are
-            return RoundOutput(plan.clients, {"faults": faults.record(), "skipped": True})
+        if not faults.uploaded.any():
+            return self.skipped(plan.clients, faults)
         result = faults.kept(self.client_update(t, plan, faults))
         spec, counts = plan.spec, self.sim.engine.counts("train")[faults.survivors]
         scheduled = steps_per_client(counts, spec.batch_size, spec.steps, spec.epochs)
         uploads = Uploads(faults.survivors, result, faults.steps_done(scheduled), faults)
         update = self.aggregate(t, plan, uploads)
         self.apply(update, uploads)
-        diagnostics = {"train_loss": float(result.train_loss.mean()), **update.diagnostics}
-        if faults.kind != "none":
-            diagnostics["faults"] = faults.record()
-        return RoundOutput(plan.clients, diagnostics)
+        return self.report(
+            plan.clients, faults, {"train_loss": float(result.train_loss.mean()), **update.diagnostics}
+        )
 
     def apply(self, update: Update, uploads: Uploads) -> None:
         """x_{t+1}: ``update.w`` after the server plug-ins (``server_plugins.py``); with BatchNorm, the global
@@ -166,8 +167,26 @@ class FederatedAlgorithm:
             self.state, update.w, uploads.clients, uploads.params, update.weights, update.server_lr
         )
         if uploads.result.running is not None:
-            self.state["running"] = uploads.result.running.mean(0)
-            self.sim.engine.set_running_stats(self.state["running"])
+            self.adopt_running(uploads.result.running.mean(0))
+
+    # -- the round's bookkeeping, shared by every round (this template's and the overrides') --------------
+    @staticmethod
+    def skipped(selected: np.ndarray, faults: RoundFaults) -> RoundOutput:
+        """The record of a round in which no upload reaches the server: the model and the state stay as
+        they are."""
+        return RoundOutput(selected, {"faults": faults.record(), "skipped": True})
+
+    @staticmethod
+    def report(selected: np.ndarray, faults: RoundFaults, diagnostics: dict[str, Any]) -> RoundOutput:
+        """The round's record: ``diagnostics`` plus the faults drawn (when the config simulates any)."""
+        if faults.kind != "none":
+            diagnostics["faults"] = faults.record()
+        return RoundOutput(selected, diagnostics)
+
+    def adopt_running(self, running: torch.Tensor) -> None:
+        """BatchNorm: ``running`` ``[Q]`` becomes the global running statistics (state, evaluations)."""
+        self.state["running"] = running
+        self.sim.engine.set_running_stats(running)
 
     # -- what the runner evaluates and checkpoints ------------------------------------------------------
     def eval_params(self) -> torch.Tensor:
@@ -184,7 +203,7 @@ class FederatedAlgorithm:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.state = dict(state)
         if "running" in self.state:
-            self.sim.engine.set_running_stats(self.state["running"])
+            self.adopt_running(self.state["running"])
 
 
 def register(name: str):

@@ -19,11 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from fairfl_core.algorithms.base import FederatedAlgorithm, RoundOutput, register
 from fairfl_core.algorithms.hyper import Hyper
-from fairfl_core.sim.batches import draw_schedule
 
 __all__ = ["Centralized", "CentralizedHyper"]
 
@@ -42,25 +40,11 @@ class Centralized(FederatedAlgorithm):
         everyone = np.arange(sim.num_clients)
         faults = sim.faults(t, everyone)
         if not faults.uploaded.any():
-            return RoundOutput(everyone, {"faults": faults.record(), "skipped": True})
-        lists = engine.data.client_indices("train")
-        pool = torch.cat([lists[k] for k in faults.survivors])
+            return self.skipped(everyone, faults)
         spec = sim.local_spec(t)
-        schedule = draw_schedule(
-            pool[None],
-            np.array([len(pool)]),
-            spec.batch_size,
-            steps=spec.steps,
-            epochs=spec.epochs,
-            seed=sim.seed_for(t, "batches"),
-            dtype=engine.dtype,
-        )
-        result = engine.trainer.train(self.w, spec, schedule, engine.running)
+        result = engine.train_pooled(faults.survivors, self.w, spec, sim.seed_for(t, "batches"))
         self.state["w"] = result.params[0]
         if result.running is not None:
-            self.state["running"] = result.running[0]
-            engine.set_running_stats(self.state["running"])
-        diagnostics = {"train_loss": float(result.train_loss[0]), "samples": len(pool)}
-        if faults.kind != "none":
-            diagnostics["faults"] = faults.record()
-        return RoundOutput(everyone, diagnostics)
+            self.adopt_running(result.running[0])
+        samples = int(engine.counts("train")[faults.survivors].sum())
+        return self.report(everyone, faults, {"train_loss": float(result.train_loss[0]), "samples": samples})

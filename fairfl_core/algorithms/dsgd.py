@@ -60,7 +60,7 @@ class DSGD(FederatedAlgorithm):
         everyone = np.arange(n)
         faults = sim.faults(t, everyone)
         if not faults.uploaded.any():
-            return RoundOutput(everyone, {"faults": faults.record(), "skipped": True})
+            return self.skipped(everyone, faults)
         work = faults.work * faults.uploaded  # a dropped client takes no step, a straggler its share
         stack = sim.engine.stack(
             everyone,
@@ -86,11 +86,9 @@ class DSGD(FederatedAlgorithm):
             running = None if running is None else running.mean(0).expand(n, -1).clone()
         self.state.update(models=models, w=models.mean(0))
         if running is not None:
-            self.state.update(client_running=running, running=running.mean(0))
-            sim.engine.set_running_stats(self.state["running"])
-        if faults.kind != "none":
-            diagnostics["faults"] = faults.record()
-        return RoundOutput(everyone, diagnostics)
+            self.state["client_running"] = running
+            self.adopt_running(running.mean(0))
+        return self.report(everyone, faults, diagnostics)
 
     def iteration(self, stack, mixer: Mixer, last: bool) -> None:
         """One iteration, adapt then combine: every client steps on its own minibatch, then all gossip (PGA:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -22,16 +23,20 @@ import torch
 from fairfl_core.experiments.config import ExperimentConfig
 from fairfl_core.experiments.runner import build_engine
 from fairfl_core.flower.support import FlowerUnsupported
-from fairfl_core.flower.wire import Payload, array, spec_payload, tensor
+from fairfl_core.flower.wire import Payload, array, dump_objects, spec_payload, tensor
 from fairfl_core.sim.engine import Engine
-from fairfl_core.sim.local import LocalResult, LocalSpec
+from fairfl_core.sim.local import LocalResult, LocalSpec, SampleLoss
 
-__all__ = ["STAT", "Exchange", "FlowerEngine", "node_engine"]
+if TYPE_CHECKING:
+    from fairfl_core.sim.protocol import ClientEngine
+
+__all__ = ["LOSS", "STAT", "Exchange", "FlowerEngine", "node_engine"]
 
 # (message type, the fairfl client of each request, the requests) → the replies, in the same order
 Exchange = Callable[[str, np.ndarray, list[Payload]], list[Payload]]
 
 STAT = "stat."  # prefix of a training statistic in a train reply
+LOSS = "loss"  # a custom per-sample loss of an evaluate or query.gradients request (restricted pickle)
 SERVER_SIDE = frozenset(
     "model space stats_space dtype device data running set_running_stats init_params counts pooled".split()
 )
@@ -95,19 +100,34 @@ class FlowerEngine:
             None if self.local.running is None else self._stack(r.arrays["running"] for r in replies),
         )
 
+    def train_pooled(
+        self, clients: np.ndarray, start: torch.Tensor, spec: LocalSpec, seed: int
+    ) -> LocalResult:
+        """``Engine.train_pooled`` would gather the clients' data in one place: refused."""
+        raise FlowerUnsupported(
+            "engine.train_pooled trains one model on the pooled training data of every client: there is no "
+            "federation to run as Flower messages"
+        )
+
     def losses(
-        self, w: torch.Tensor, clients: np.ndarray | None = None, split: str = "train"
+        self,
+        w: torch.Tensor,
+        clients: np.ndarray | None = None,
+        split: str = "train",
+        loss: SampleLoss | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``Engine.losses``: each client's mean loss and accuracy on its ``split`` (an evaluate message)."""
         clients = np.arange(self.local.data.num_clients) if clients is None else np.asarray(clients)
-        replies = self._ask("evaluate", clients, self._models(w, clients, split=split))
-        loss, acc = (np.array([r.config[key] for r in replies]) for key in ("loss", "acc"))
-        return self._tensor(loss), self._tensor(acc)
+        replies = self._ask("evaluate", clients, self._models(w, clients, loss, split=split))
+        means, acc = (np.array([r.config[key] for r in replies]) for key in ("loss", "acc"))
+        return self._tensor(means), self._tensor(acc)
 
-    def gradients(self, w: torch.Tensor, clients: np.ndarray, split: str = "train") -> torch.Tensor:
+    def gradients(
+        self, w: torch.Tensor, clients: np.ndarray, split: str = "train", loss: SampleLoss | None = None
+    ) -> torch.Tensor:
         """``Engine.gradients``: each client's full-batch gradient ``[K, P]``."""
         clients = np.asarray(clients)
-        replies = self._ask("query.gradients", clients, self._models(w, clients, split=split))
+        replies = self._ask("query.gradients", clients, self._models(w, clients, loss, split=split))
         return self._stack(r.arrays["gradient"] for r in replies)
 
     def features(
@@ -119,8 +139,13 @@ class FlowerEngine:
         return self._stack(r.arrays["features"] for r in self._ask("query.features", clients, requests))
 
     # -- helpers ------------------------------------------------------------------------------------------
-    def _models(self, w: torch.Tensor, clients: np.ndarray, **config) -> list[Payload]:
-        """One request per client holding its model: ``w`` ``[P]``, or row i of ``w`` ``[K, P]``."""
+    def _models(
+        self, w: torch.Tensor, clients: np.ndarray, loss: SampleLoss | None = None, **config
+    ) -> list[Payload]:
+        """One request per client holding its model: ``w`` ``[P]``, or row i of ``w`` ``[K, P]``; a custom
+        per-sample ``loss`` travels as the local spec's objects do (``wire.dump_objects``)."""
+        if loss is not None:
+            config[LOSS] = dump_objects({"loss": loss})
         return [Payload({"w": array(w if w.dim() == 1 else w[i])}, dict(config)) for i in range(len(clients))]
 
     def _ask(self, kind: str, clients: np.ndarray, requests: list[Payload]) -> list[Payload]:
@@ -139,3 +164,7 @@ class FlowerEngine:
 
     def _stack(self, rows) -> torch.Tensor:
         return self._tensor(np.stack(list(rows)))
+
+
+if TYPE_CHECKING:  # the interface an algorithm sees (``sim/protocol.py``), checked by mypy
+    _SERVES: type[ClientEngine] = FlowerEngine

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fairfl_core.flower.engines import STAT, node_engine
-from fairfl_core.flower.wire import Payload, array, payload_spec, tensor
+from fairfl_core.flower.engines import LOSS, STAT, node_engine
+from fairfl_core.flower.wire import Payload, array, load_objects, payload_spec, tensor
 from fairfl_core.sim.engine import Engine
 
 __all__ = ["KINDS", "answer"]
@@ -48,13 +48,18 @@ def _model(engine: Engine, request: Payload):
     return tensor(request.arrays["w"], engine.device)
 
 
+def _loss(request: Payload):
+    """The request's custom per-sample loss (None: cross-entropy)."""
+    return load_objects(request.config[LOSS])["loss"] if LOSS in request.config else None
+
+
 def _evaluate(engine: Engine, request: Payload, client: np.ndarray) -> Payload:
-    loss, acc = engine.losses(_model(engine, request), client, request.config["split"])
+    loss, acc = engine.losses(_model(engine, request), client, request.config["split"], _loss(request))
     return Payload(config={"loss": float(loss[0]), "acc": float(acc[0])})
 
 
 def _gradients(engine: Engine, request: Payload, client: np.ndarray) -> Payload:
-    gradient = engine.gradients(_model(engine, request), client, request.config["split"])
+    gradient = engine.gradients(_model(engine, request), client, request.config["split"], _loss(request))
     return Payload({"gradient": array(gradient[0])})
 
 

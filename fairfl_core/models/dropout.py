@@ -11,14 +11,14 @@ engine (a notebook calling ``model.train(); model(x)``), it falls back to ``torc
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 import torch
 from torch import nn
 
-__all__ = ["PROBE", "SeededDropout", "dropout_shapes", "supplied_noise"]
+__all__ = ["PROBE", "SeededDropout", "draws_from_torch", "dropout_shapes", "model_dropouts", "supplied_noise"]
 
 PROBE = object()  # the value of the context while shapes are probed
 _NOISE: ContextVar[dict | object | None] = ContextVar("fairfl_dropout_noise", default=None)
@@ -68,3 +68,20 @@ def dropout_shapes(model: nn.Module, sample: torch.Tensor) -> list[tuple[SeededD
         _SHAPES.reset(shapes_token)
         model.train(training)
     return found
+
+
+def draws_from_torch(model: nn.Module) -> bool:
+    """Whether training the model draws from torch's generator (dropout masks other than
+    :class:`SeededDropout`'s, whose noise the engine supplies per row)."""
+    return any(
+        isinstance(m, nn.modules.dropout._DropoutNd) and not isinstance(m, SeededDropout) and m.p > 0
+        for m in model.modules()
+    )
+
+
+def model_dropouts(model: nn.Module, inputs: Callable, device) -> list:
+    """The model's :class:`SeededDropout` layers with their per-sample input shapes (probed on sample 0)."""
+    if not any(isinstance(m, SeededDropout) for m in model.modules()):
+        return []
+    dtype = next(model.parameters()).dtype
+    return dropout_shapes(model, inputs(torch.zeros(1, dtype=torch.long, device=device), dtype))

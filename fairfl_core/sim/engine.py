@@ -2,8 +2,9 @@
 
 An algorithm never touches a DataLoader or an ``nn.Module``: it calls
 
-* ``train(clients, start, spec, seed)``: local training (batched or sequential trainer, same numbers), or
-  ``stack(...)`` for the same clients' state advanced step by step (``stack.py``);
+* ``train(clients, start, spec, seed)``: local training (batched or sequential trainer, same numbers),
+  ``train_pooled(...)``: one model trained on the clients' pooled data (Centralized), or ``stack(...)``: the
+  same clients' state advanced step by step (``client_stack.py``);
 * ``losses(w, clients, split)``: each client's mean loss and accuracy on its full split (train, val or
   test), at one model ``[P]`` or at per-client models ``[K, P]`` (q-FFL's F_k at the received model,
   Power-of-Choice, AFL, ...);
@@ -20,24 +21,29 @@ closed-form gradient of ``mlp_step.py`` instead (``client_axis="bmm"``).
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call
-from torch.nn import functional as F
 
 from fairfl_core.data.federated import SPLITS, FederatedDataset
 from fairfl_core.models.lstm import use_kernel
+from fairfl_core.sim.batched_trainer import BatchedTrainer
 from fairfl_core.sim.batches import draw_schedule
 from fairfl_core.sim.client_map import client_grad_and_value, client_map, resolve_client_axis
+from fairfl_core.sim.client_stack import ClientStack
 from fairfl_core.sim.faults import completed_steps, truncate_schedule
-from fairfl_core.sim.local import LocalResult, LocalSpec
+from fairfl_core.sim.feature_view import FeatureView
+from fairfl_core.sim.local import LocalResult, LocalSpec, SampleLoss, cross_entropy
 from fairfl_core.sim.mlp_step import dense_relu_layers, mlp_gradient
 from fairfl_core.sim.params import ParamSpace
 from fairfl_core.sim.sequential import SequentialTrainer
-from fairfl_core.sim.stack import BatchedTrainer, ClientStack, FeatureView
 from fairfl_core.sim.statistics import TRANSFORMS
+
+if TYPE_CHECKING:
+    from fairfl_core.sim.protocol import ClientEngine
 
 __all__ = ["Engine", "TRAINERS", "batchnorm_rule"]
 
@@ -144,12 +150,31 @@ class Engine:
         work: np.ndarray | None = None,
     ) -> LocalResult:
         """Local training of ``clients`` from ``start`` (``[P]`` shared or ``[K, P]``): every step of every
-        client's schedule (``schedule``), the stack stepped to the end (``stack.py``).
+        client's schedule (``schedule``), the stack stepped to the end (``client_stack.py``).
 
         ``work`` ``[K]``: the fraction f_k of its scheduled steps each client completes (stragglers,
         ``sim/faults.py``): only its first ⌈f_k K_k⌉ minibatches of the same schedule; None = all.
         """
         return self.trainer.train(start, spec, self.schedule(clients, spec, seed, work), self.running)
+
+    def train_pooled(
+        self, clients: np.ndarray, start: torch.Tensor, spec: LocalSpec, seed: int
+    ) -> LocalResult:
+        """Local training of one model from ``start`` ``[P]`` on the union of ``clients``' training samples:
+        one minibatch stream over the pooled data (``batches.py``), as one client holding all of them
+        (Centralized). Returns a one-row result."""
+        lists = self.data.client_indices("train")
+        pool = torch.cat([lists[k] for k in np.asarray(clients)])
+        schedule = draw_schedule(
+            pool[None],
+            np.array([len(pool)]),
+            spec.batch_size,
+            steps=spec.steps,
+            epochs=spec.epochs,
+            seed=seed,
+            dtype=self.dtype,
+        )
+        return self.trainer.train(start, spec, schedule, self.running)
 
     def stack(
         self,
@@ -160,9 +185,10 @@ class Engine:
         work: np.ndarray | None = None,
         running: torch.Tensor | None = None,
     ) -> ClientStack:
-        """The clients' local-training state at ``start``, to be advanced step by step (``stack.py``): the
-        same minibatch streams as ``train`` with the same arguments. ``running``: each client's own BatchNorm
-        running statistics ``[K, Q]`` (default: every client starts from the global ones)."""
+        """The clients' local-training state at ``start``, to be advanced step by step
+        (``client_stack.py``): the same minibatch streams as ``train`` with the same arguments. ``running``:
+        each client's own BatchNorm running statistics ``[K, Q]`` (default: every client starts from the
+        global ones)."""
         running = self.running if running is None else running
         return self.trainer.stack(start, spec, self.schedule(clients, spec, seed, work), running)
 
@@ -194,15 +220,21 @@ class Engine:
         return functional_call(self.model, (self.space.unflatten(w), self.buffers), (x,))
 
     def losses(
-        self, w: torch.Tensor, clients: np.ndarray | None = None, split: str = "train"
+        self,
+        w: torch.Tensor,
+        clients: np.ndarray | None = None,
+        split: str = "train",
+        loss: SampleLoss | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean loss and accuracy (fraction) of each client on its whole ``split``.
 
-        ``w`` is one model ``[P]`` (evaluated on every listed client) or per-client models ``[K, P]``.
+        ``w`` is one model ``[P]`` (evaluated on every listed client) or per-client models ``[K, P]``;
+        ``loss``: the per-sample loss (``LocalSpec.loss``; None = ``local.cross_entropy``).
         """
         clients = np.arange(self.data.num_clients) if clients is None else np.asarray(clients)
+        sample_loss = loss or cross_entropy
         if w.dim() == 2:
-            return self._losses_stacked(w, clients, split)
+            return self._losses_stacked(w, clients, split, sample_loss)
         idx, owner = self._client_samples(clients, split)
         loss_sum = torch.zeros(len(clients), dtype=self.dtype, device=self.device)
         hits = torch.zeros_like(loss_sum)
@@ -211,7 +243,7 @@ class Engine:
                 part = slice(lo, lo + self.eval_batch)
                 out = self.logits(w, self.data.inputs(idx[part], self.dtype))
                 y = self.data.y[idx[part]]
-                loss_sum.index_add_(0, owner[part], F.cross_entropy(out, y, reduction="none"))
+                loss_sum.index_add_(0, owner[part], sample_loss(out, y))
                 hits.index_add_(0, owner[part], (out.argmax(-1) == y).to(self.dtype))
         n = torch.as_tensor(self._counts[split][clients], dtype=self.dtype, device=self.device).clamp_min(1)
         return loss_sum / n, hits / n
@@ -243,10 +275,10 @@ class Engine:
             for c0 in range(0, width, cs):
                 yield rows, idx[:, c0 : c0 + cs], mask[:, c0 : c0 + cs]
 
-    def _losses_stacked(self, w, clients, split):
+    def _losses_stacked(self, w, clients, split, sample_loss: SampleLoss):
         def per_client(wk, x, y, m):
             out = self.logits(wk, x)
-            return (F.cross_entropy(out, y, reduction="none") * m).sum(), ((out.argmax(-1) == y) * m).sum()
+            return (sample_loss(out, y) * m).sum(), ((out.argmax(-1) == y) * m).sum()
 
         fn = client_map(per_client, self.client_axis)
         self.eval_mode()
@@ -260,25 +292,32 @@ class Engine:
         n = torch.as_tensor(self._counts[split][clients], dtype=self.dtype, device=self.device).clamp_min(1)
         return loss_sum / n, hits / n
 
-    def gradients(self, w: torch.Tensor, clients: np.ndarray, split: str = "train") -> torch.Tensor:
-        """Full-batch gradient ``[K, P]`` of each client's mean loss at ``w`` (``[P]`` or ``[K, P]``)."""
+    def gradients(
+        self, w: torch.Tensor, clients: np.ndarray, split: str = "train", loss: SampleLoss | None = None
+    ) -> torch.Tensor:
+        """Full-batch gradient ``[K, P]`` of each client's mean loss at ``w`` (``[P]`` or ``[K, P]``);
+        ``loss``: the per-sample loss (``LocalSpec.loss``; None = ``local.cross_entropy``, whose closed form
+        ``mlp_step.py`` has)."""
         clients = np.asarray(clients)
+        sample_loss = loss or cross_entropy
+        closed_form = self.relu_mlp if loss is None else None
 
         def loss_sum(params, x, y, m):
             out = functional_call(self.model, (params, self.buffers), (x,))
-            return (F.cross_entropy(out, y, reduction="none") * m).sum()
+            return (sample_loss(out, y) * m).sum()
 
-        if self.client_axis != "bmm":
+        if closed_form is None:
+            axis = "vmap" if self.client_axis == "bmm" else self.client_axis
             in_dims = (0 if w.dim() == 2 else None, 0, 0, 0)
-            fn = client_grad_and_value(loss_sum, self.client_axis, in_dims=in_dims)
+            fn = client_grad_and_value(loss_sum, axis, in_dims=in_dims)
         out = torch.zeros(len(clients), self.space.size, dtype=self.dtype, device=self.device)
         self.eval_mode()
         for rows, idx, mask in self._padded_chunks(clients, split):
             x, y = self.data.inputs(idx, self.dtype), self.data.y[idx]
-            if self.relu_mlp is not None:  # client_axis "bmm", the closed form: the chunk's mean gradient
+            if closed_form is not None:  # client_axis "bmm", the closed form: the chunk's mean gradient
                 kc = rows.stop - rows.start  # × its sample count
                 stacked = self.space.unflatten(w[rows] if w.dim() == 2 else w.expand(kc, -1))
-                g, _ = mlp_gradient(self.relu_mlp[0], list(stacked.values()), x, y, mask, mask.sum(1))
+                g, _ = mlp_gradient(closed_form[0], list(stacked.values()), x, y, mask, mask.sum(1))
                 grads = dict(zip(self.space.names, g.tensors(), strict=True))
             else:
                 grads, _ = fn(self.space.unflatten(w[rows] if w.dim() == 2 else w), x, y, mask)
@@ -328,7 +367,11 @@ class Engine:
                 part = idx[lo : lo + self.eval_batch]
                 out = self.logits(w, self.data.inputs(part, self.dtype))
                 y = self.data.y[part]
-                loss += float(F.cross_entropy(out, y, reduction="sum"))
+                loss += float(cross_entropy(out, y, reduction="sum"))
                 hits += float((out.argmax(-1) == y).sum())
         n = max(len(idx), 1)
         return hits / n, loss / n
+
+
+if TYPE_CHECKING:  # the interface an algorithm sees (``protocol.py``), checked by mypy
+    _SERVES: type[ClientEngine] = Engine

@@ -1,7 +1,8 @@
 """The local step every algorithm shares, defined once for every trainer.
 
 One local SGD step of client k, with ``g`` the gradient of its minibatch objective f(ℓ(w_k; batch)) (``ℓ`` the
-masked mean cross-entropy, or ``LocalSpec.loss``; ``f`` the identity, or ``LocalSpec.objective``)::
+masked mean of a per-sample loss: :func:`cross_entropy`, or ``LocalSpec.loss``; ``f`` the identity, or
+``LocalSpec.objective``)::
 
     d ← (Π_j s_kj) g + Σ_j δ_kj(w_k)     the step terms (StepTerm): gradient scales s and additive drifts δ
     b ← β b + d;  d ← b                  momentum (torch.optim.SGD semantics, dampening 0)
@@ -16,10 +17,12 @@ The terms an algorithm asks for through ``LocalSpec``'s fields, in the order the
     WeightDecay δ = λ_wd w_k             weight decay
 
 An algorithm adds a term of its own by subclassing :class:`StepTerm` and passing it in ``LocalSpec.terms``,
-and a loss of its own through ``LocalSpec.loss``; every trainer (``stack.py``: the batched trainer on any
-client axis, ``sequential.py``: the reference) applies the same term objects, so no term is written twice. The
+and a loss of its own through ``LocalSpec.loss``; every trainer (``batched_trainer.py`` on any client axis,
+``sequential.py``: the reference) applies the same term objects, so no term is written twice. The
 closed-form MLP gradient (``mlp_step.py``) covers ``objective`` but not a custom ``loss``: with one, the
-batched trainer takes that round's gradients by ``vmap`` instead (same numbers, slower).
+batched trainer takes that round's gradients by ``vmap`` instead (same numbers, slower). The engine's
+full-split ``losses`` / ``gradients`` take the same per-sample loss (their ``loss`` argument), so a custom
+loss defines both the training and what the algorithm measures.
 """
 
 from __future__ import annotations
@@ -41,16 +44,26 @@ __all__ = [
     "Shift",
     "StepTerm",
     "WeightDecay",
+    "cross_entropy",
     "masked_mean_loss",
 ]
 
 Tensors = list[torch.Tensor]
-LossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+SampleLoss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (logits [B, C], labels [B]) → [B]
 
 
-def masked_mean_loss(logits: torch.Tensor, y: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy over the unmasked samples (0 when none are)."""
-    losses = F.cross_entropy(logits, y, reduction="none")
+def cross_entropy(logits: torch.Tensor, y: torch.Tensor, reduction: str = "none") -> torch.Tensor:
+    """The loss of every paper here: −log softmax(z)_y per sample (``reduction="none"``) or summed
+    (``"sum"``). The one definition: training, ``Engine.losses`` / ``gradients`` / ``pooled`` and the
+    closed-form MLP gradient's value (``mlp_step.py``, checked against it) all compute this."""
+    return F.cross_entropy(logits, y, reduction=reduction)
+
+
+def masked_mean_loss(
+    logits: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, loss: SampleLoss | None = None
+) -> torch.Tensor:
+    """Mean per-sample ``loss`` (default :func:`cross_entropy`) over the unmasked samples (0 if none)."""
+    losses = (loss or cross_entropy)(logits, y)
     return (losses * mask).sum() / mask.sum().clamp_min(1.0)
 
 
@@ -164,7 +177,8 @@ class LocalSpec:
     """What local training does this round (the engine applies it identically to every client).
 
     ``steps`` or ``epochs`` (exactly one) set the local work; ``terms`` adds :class:`StepTerm` s of an
-    algorithm's own after the built-in ones; ``loss(logits, y, mask)`` replaces the masked mean cross-entropy;
+    algorithm's own after the built-in ones; ``loss(logits, y)`` (per sample, ``[B]``) replaces
+    :func:`cross_entropy` (pass it to ``Engine.losses`` / ``gradients`` too);
     ``statistics`` are accumulated during training (``statistics.py``) and returned in ``LocalResult.stats``.
     """
 
@@ -181,7 +195,7 @@ class LocalSpec:
     mix_vector: torch.Tensor | None = None  # [P] or [K, P]
     grad_shift: torch.Tensor | None = None  # [P] or [K, P]
     objective: Callable[[torch.Tensor], torch.Tensor] | None = None  # maps the mean minibatch loss
-    loss: LossFn | None = None
+    loss: SampleLoss | None = None
     terms: Sequence[StepTerm] = ()
     statistics: Sequence = ()
 

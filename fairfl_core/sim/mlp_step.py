@@ -115,7 +115,7 @@ def mlp_gradient(
         if layer < n_layers - 1:
             a = a.relu_()
     log_p = a.log_softmax(-1)
-    ce = -log_p.gather(-1, y.unsqueeze(-1)).squeeze(-1)
+    ce = -log_p.gather(-1, y.unsqueeze(-1)).squeeze(-1)  # local.cross_entropy, from the log p it needs anyway
     count = mask.sum(1).clamp_min(1.0)
     loss = (ce * mask).sum(1) / count
     coef = mask / count[:, None]

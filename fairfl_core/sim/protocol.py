@@ -5,10 +5,12 @@
   with the other runs' (runs as rows), the rest as the engine does;
 * :class:`~fairfl_core.flower.engines.FlowerEngine` sends ``train``, ``losses``, ``gradients`` and
   ``features`` to the clients' nodes as Flower messages and keeps the server-side members of its local
-  engine; ``stack`` (clients stepped side by side, gossip) it refuses.
+  engine; ``stack`` (clients stepped side by side, gossip) and ``train_pooled`` (Centralized) it refuses.
+
+Each engine module states that it serves this interface (``_SERVES: type[ClientEngine]``, checked by mypy).
 
 An algorithm uses nothing else of the engine: the members below, and the ``ClientStack`` that ``stack``
-returns (``sim/stack.py``).
+returns (``sim/client_stack.py``).
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from torch import nn
 
 if TYPE_CHECKING:
     from fairfl_core.data.federated import FederatedDataset
-    from fairfl_core.sim.local import LocalResult, LocalSpec
+    from fairfl_core.sim.client_stack import ClientStack
+    from fairfl_core.sim.local import LocalResult, LocalSpec, SampleLoss
     from fairfl_core.sim.params import ParamSpace
-    from fairfl_core.sim.stack import ClientStack
 
 __all__ = ["ClientEngine"]
 
@@ -61,6 +63,12 @@ class ClientEngine(Protocol):
         """Local training of ``clients`` from ``start`` (``[P]`` or ``[K, P]``) on their minibatch streams."""
         ...
 
+    def train_pooled(
+        self, clients: np.ndarray, start: torch.Tensor, spec: LocalSpec, seed: int
+    ) -> LocalResult:
+        """One model trained from ``start`` ``[P]`` on the union of ``clients``' training samples."""
+        ...
+
     def stack(
         self,
         clients: np.ndarray,
@@ -74,13 +82,21 @@ class ClientEngine(Protocol):
         ...
 
     def losses(
-        self, w: torch.Tensor, clients: np.ndarray | None = None, split: str = "train"
+        self,
+        w: torch.Tensor,
+        clients: np.ndarray | None = None,
+        split: str = "train",
+        loss: SampleLoss | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Each client's mean loss and accuracy on its ``split`` at ``w`` (``[P]`` or ``[K, P]``)."""
+        """Each client's mean loss (per-sample ``loss``, None = cross-entropy) and accuracy on its ``split``
+        at ``w`` (``[P]`` or ``[K, P]``)."""
         ...
 
-    def gradients(self, w: torch.Tensor, clients: np.ndarray, split: str = "train") -> torch.Tensor:
-        """Each client's full-batch gradient ``[K, P]``."""
+    def gradients(
+        self, w: torch.Tensor, clients: np.ndarray, split: str = "train", loss: SampleLoss | None = None
+    ) -> torch.Tensor:
+        """Each client's full-batch gradient ``[K, P]`` of its mean per-sample ``loss`` (None =
+        cross-entropy)."""
         ...
 
     def features(

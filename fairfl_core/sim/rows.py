@@ -4,11 +4,11 @@ R runs of one experiment (seeds × methods × hyperparameter values) each keep t
 store and checkpoints, and run in their own thread (the ``rows`` executor of ``experiments/sweep.py``).
 Their engines' ``train`` calls come here: a run that asks for local training waits until every live run is
 waiting or done, and the pending calls are then executed together. Calls that can share a stack do: their
-clients become rows of one :class:`~fairfl_core.sim.stack.ClientStack`, each with its own starting point,
-minibatch schedule, running statistics and step terms.
+clients become rows of one :class:`~fairfl_core.sim.client_stack.ClientStack`, each with its own starting
+point, minibatch schedule, running statistics and step terms.
 
-A row's numbers do not depend on the other rows of its stack (``stack.py``: a row that does not step is
-multiplied by exact ones and zeros; every per-client computation is its own slice of a batched kernel), so
+A row's numbers do not depend on the other rows of its stack (``batched_trainer.py``: a row that does not step
+is multiplied by exact ones and zeros; every per-client computation is its own slice of a batched kernel), so
 each run gets exactly the numbers it gets alone. Two calls share a stack when these are equal: the data pool
 and labels (the same tensors, see :class:`PoolRegistry`), the model (architecture and settings), dtype and
 client axis, and the spec's learning rate, batch size, local work, momentum, objective, loss and statistics.
@@ -41,10 +41,11 @@ import torch
 from torch import nn
 
 from fairfl_core.data.federated import FederatedDataset
+from fairfl_core.models.dropout import draws_from_torch
+from fairfl_core.sim.batched_trainer import BatchedTrainer
 from fairfl_core.sim.batches import BatchSchedule
 from fairfl_core.sim.local import LocalResult, LocalSpec, StepTerm
 from fairfl_core.sim.params import ParamSpace
-from fairfl_core.sim.stack import BatchedTrainer, draws_from_torch
 
 if TYPE_CHECKING:
     from fairfl_core.sim.engine import Engine
@@ -336,13 +337,30 @@ class RowsBatcher:
                 if self._pending and len(self._pending) == self._live:
                     self._flush()
 
-    def attach(self, engine) -> None:
-        """Route ``engine.train`` through the batcher (the engine's other computations run as they are)."""
-        engine.train = lambda clients, start, spec, seed, work=None: self.train(
-            engine, clients, start, spec, seed, work
-        )
+    def attach(self, engine: Engine) -> None:
+        """Route ``engine.train`` through the batcher; the engine's other members (``protocol.ClientEngine``)
+        run as they are, so the attached engine serves the same interface."""
 
-    def train(self, engine, clients, start, spec, seed, work=None) -> LocalResult:
+        def train(
+            clients: np.ndarray,
+            start: torch.Tensor,
+            spec: LocalSpec,
+            seed: int,
+            work: np.ndarray | None = None,
+        ) -> LocalResult:
+            return self.train(engine, clients, start, spec, seed, work)
+
+        engine.train = train  # type: ignore[method-assign]
+
+    def train(
+        self,
+        engine: Engine,
+        clients: np.ndarray,
+        start: torch.Tensor,
+        spec: LocalSpec,
+        seed: int,
+        work: np.ndarray | None = None,
+    ) -> LocalResult:
         """``Engine.train``'s result, computed together with the other live runs' calls."""
         call = _Call(engine, start, spec, engine.schedule(clients, spec, seed, work), engine.running)
         self._pending.append(call)

@@ -15,11 +15,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from fairfl_core.models.dropout import supplied_noise
+from fairfl_core.models.dropout import model_dropouts, supplied_noise
 from fairfl_core.sim.batches import BatchSchedule, dropout_noise
+from fairfl_core.sim.client_stack import ClientStack
 from fairfl_core.sim.local import LocalResult, LocalSpec, combine, masked_mean_loss
 from fairfl_core.sim.params import ParamSpace
-from fairfl_core.sim.stack import ClientStack, model_dropouts
 
 __all__ = ["SequentialStack", "SequentialTrainer"]
 
@@ -100,11 +100,10 @@ class SequentialStack(ClientStack):
         x, y = self.trainer.inputs(idx, self.dtype), self.trainer.labels[idx]
         self.opt.zero_grad(set_to_none=False)
         model.train()
-        loss = masked_mean_loss if self.spec.loss is None else self.spec.loss
         layers, shapes = zip(*self.trainer.dropouts, strict=True) if self.trainer.dropouts else ((), ())
         noise = [u[0] for u in dropout_noise(self.schedule, [k], steps, list(shapes), self.device)]
         with supplied_noise(dict(zip(layers, noise, strict=True))):
-            value = loss(model(x), y, m)
+            value = masked_mean_loss(model(x), y, m, self.spec.loss)
         if self.spec.objective is not None:
             value = self.spec.objective(value)
         value.backward()

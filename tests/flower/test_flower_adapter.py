@@ -5,6 +5,7 @@ are clear errors; ``import fairfl_core`` never imports Flower."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import re
 import sys
@@ -32,7 +33,8 @@ from fairfl_core.flower.support import SUPPORT, FlowerUnsupported  # noqa: E402
 from fairfl_core.flower.wire import dump_objects, load_objects  # noqa: E402
 from fairfl_core.sim.context import Simulation  # noqa: E402
 from fairfl_core.sim.engine import Engine  # noqa: E402
-from tests.conftest import tiny_federated  # noqa: E402
+from fairfl_core.sim.local import cross_entropy  # noqa: E402
+from tests.conftest import tiny_federated, tiny_model  # noqa: E402
 from tests.experiments.conftest import digits_config  # noqa: E402
 from tests.sim.test_batchnorm import bn_model  # noqa: E402
 from tests.test_package_layers import imported_modules  # noqa: E402
@@ -181,6 +183,27 @@ def test_batchnorm_statistics_travel_with_the_messages(monkeypatch):
         assert float((flower.state[key] - local.state[key]).abs().max()) < ATOL, key
     evaluated = [algo.sim.engine.losses(algo.w, None, "test")[0] for algo in (flower, local)]
     assert float((evaluated[0] - evaluated[1]).abs().max()) < ATOL
+
+
+def test_a_custom_loss_travels_with_evaluate_and_gradient_requests(monkeypatch):
+    """``losses`` / ``gradients`` with a per-sample loss: the loss travels as fairfl code and the node's
+    engine applies it (a Flower run measures what a fairfl run measures)."""
+    loss = functools.partial(cross_entropy, reduction="none")  # fairfl code, unlike a lambda
+    on_nodes = Engine(tiny_model(), tiny_federated(), dtype=torch.float64)
+    monkeypatch.setattr(node, "node_engine", lambda experiment: on_nodes)
+    loaded = []
+
+    def exchange(kind, clients, requests):
+        loaded.extend(node._loss(r) for r in requests)
+        return [node.answer(kind, r, int(k)) for k, r in zip(clients, requests, strict=True)]
+
+    flower = FlowerEngine(Engine(tiny_model(), tiny_federated(), dtype=torch.float64), exchange, "{}")
+    w, clients = on_nodes.init_params(), np.array([1, 3])
+    assert torch.equal(flower.losses(w, clients, loss=loss)[0], on_nodes.losses(w, clients, loss=loss)[0])
+    assert torch.equal(flower.gradients(w, clients, loss=loss), on_nodes.gradients(w, clients, loss=loss))
+    assert len(loaded) == 4 and all(f.func is cross_entropy for f in loaded)
+    with pytest.raises(FlowerUnsupported, match="pooled training data"):
+        flower.train_pooled(clients, w, None, 0)
 
 
 def test_each_client_needs_exactly_one_supernode(monkeypatch):

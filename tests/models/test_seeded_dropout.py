@@ -11,11 +11,10 @@ from torch import nn
 
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.experiments.config import TrainConfig
-from fairfl_core.models.dropout import SeededDropout, dropout_shapes, supplied_noise
+from fairfl_core.models.dropout import SeededDropout, draws_from_torch, dropout_shapes, supplied_noise
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
 from fairfl_core.sim.local import LocalSpec
-from fairfl_core.sim.stack import draws_from_torch
 from tests.conftest import tiny_federated
 
 

@@ -80,6 +80,35 @@ def test_losses_and_gradients_match_a_plain_module(client_axis):
         assert torch.allclose(grads[row], g, atol=1e-12)
 
 
+def smoothed(logits, y):
+    """Label-smoothed cross-entropy (ε = 0.1), per sample: a loss other than the default."""
+    return F.cross_entropy(logits, y, reduction="none", label_smoothing=0.1)
+
+
+@pytest.mark.parametrize("client_axis", ["bmm", "vmap", "loop"])
+def test_a_custom_loss_defines_losses_gradients_and_training_alike(client_axis):
+    e = _engine("batched", eval_batch=7, client_axis=client_axis)
+    w, clients = e.init_params(), np.array([1, 3])
+    loss, _ = e.losses(w, clients, loss=smoothed)
+    loss_s, _ = e.losses(torch.stack([w, w]), clients, loss=smoothed)  # the per-client-model path
+    grads = e.gradients(w, clients, loss=smoothed)
+    model = tiny_model().double()
+    for row, k in enumerate(clients):
+        ix = e.data.client_train[k]
+        ref = smoothed(model(e.data.inputs(ix, torch.float64)), e.data.y[ix]).mean()
+        assert torch.isclose(loss[row], ref) and torch.isclose(loss_s[row], ref)
+        model.zero_grad()
+        ref.backward()
+        g = torch.cat([p.grad.reshape(-1) for p in model.parameters()])
+        assert torch.allclose(grads[row], g, atol=1e-12)
+    assert (grads - e.gradients(w, clients)).abs().max() > 1e-4  # the default (cross-entropy) differs
+    assert (loss - e.losses(w, clients)[0]).abs().min() > 1e-4
+    # one local step on each client's whole training set (B ≥ n_k) moves w by −η × that gradient
+    spec = LocalSpec(lr=0.5, batch_size=10_000, steps=1, loss=smoothed)
+    stepped = e.train(clients, w, spec, seed=0).params
+    assert torch.allclose((w - stepped) / 0.5, grads, atol=1e-12)
+
+
 @pytest.mark.parametrize("client_axis", ["bmm", "vmap", "loop"])
 def test_stacked_models_losses_and_gradients_equal_one_model_each(client_axis):
     e = _engine("batched", eval_batch=7, client_axis=client_axis)  # small chunks: the chunked paths

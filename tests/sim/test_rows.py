@@ -13,12 +13,12 @@ from torch import nn
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.experiments.config import TrainConfig
 from fairfl_core.models.dropout import SeededDropout
+from fairfl_core.sim.batched_trainer import BatchedTrainer
 from fairfl_core.sim.batches import draw_schedule
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
 from fairfl_core.sim.local import LocalSpec, Prox
 from fairfl_core.sim.rows import RowsBatcher, RowTerms, concat_schedules, merge_specs, spec_key
-from fairfl_core.sim.stack import BatchedTrainer
 from tests.algorithms.test_contracts import CASES, FAULTS, WORK
 from tests.conftest import tiny_federated, tiny_model
 

@@ -1,0 +1,231 @@
+"""The batched trainer: the stepping rows of a :class:`~fairfl_core.sim.client_stack.ClientStack` advanced
+by one stacked computation.
+
+All stepping rows' minibatch gradients come from one call: ``vmap(grad(...))`` over the client axis, a loop of
+reverse-mode autograd calls (recurrent models; convolutional models on CPU), or the closed form of
+``mlp_step.py`` added into the weights by batched GEMMs (ReLU MLPs). The step itself is ``local.py``'s:
+``w ← w − η (s g + δ)``, with momentum ``b ← β b + s g + δ``, ``w ← w − η b``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import functional_call
+
+from fairfl_core.models.dropout import draws_from_torch, model_dropouts, supplied_noise
+from fairfl_core.sim.batches import BatchSchedule, dropout_noise
+from fairfl_core.sim.client_map import client_grad_and_value, client_map
+from fairfl_core.sim.client_stack import ClientStack, per_row
+from fairfl_core.sim.feature_view import FeatureView
+from fairfl_core.sim.local import LocalResult, LocalSpec, combine, masked_mean_loss, take
+from fairfl_core.sim.mlp_step import dense_relu_layers, mlp_gradient
+from fairfl_core.sim.params import ParamSpace
+
+__all__ = ["BatchedStack", "BatchedTrainer", "ExplicitGradient"]
+
+
+class BatchedTrainer:
+    """Local training of many clients as one stacked computation (``torch.func``)."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        space: ParamSpace,
+        inputs: Callable,
+        labels: torch.Tensor,
+        chunk_size: int | None = None,
+        client_axis: str = "vmap",
+        stats_space: ParamSpace | None = None,
+    ):
+        self.model, self.space, self.stats_space = model, space, stats_space
+        self.inputs, self.labels = inputs, labels
+        self.chunk_size = chunk_size
+        self.client_axis = client_axis
+        self.relu_mlp = dense_relu_layers(model) if client_axis == "bmm" else None  # checked by the engine
+        view = FeatureView(model)
+
+        def features(params, stats, x):
+            tensors = {f"inner.{n}": t for n, t in {**params, **stats}.items()}
+            return functional_call(view, tensors, (x,))
+
+        self.features = client_map(features, "vmap" if client_axis == "bmm" else client_axis)
+        self.dropouts = model_dropouts(model, inputs, labels.device)
+
+    def gradient_fn(self, spec: LocalSpec) -> Callable:
+        """``(params {name: [R, ...]}, stats, x, y, mask, scale [R] | None, noise) → (gradient, objective
+        [R])``; ``noise``: each dropout layer's ``[R, B, ...]`` (``batches.dropout_noise``).
+
+        ``stats``: the rows' running statistics ``{name: [R, ...]}`` (empty without BatchNorm), updated in
+        place by the train-mode forward pass.
+
+        The gradient has ``add_to(tensors, alpha)``: the closed form of ``mlp_step.py`` for
+        ``client_axis="bmm"`` (unless the spec brings its own ``loss``), else the gradient of the loss mapped
+        over the client axis. Gradients are taken with respect to the stacked parameter tensors and the SGD
+        update runs on them, so no step copies the whole ``[K, P]`` (differentiating the flat vector itself
+        makes autograd materialise a zero-padded ``[K, P]`` per parameter tensor).
+        """
+        objective = spec.objective
+        if self.client_axis == "bmm" and spec.loss is None:
+            assert self.relu_mlp is not None  # the engine checked the model
+            flattens = self.relu_mlp[0]
+
+            def closed_form(params, stats, x, y, m, scale, noise):
+                return mlp_gradient(flattens, list(params.values()), x, y, m, scale, objective)
+
+            return closed_form
+        model, sample_loss = self.model, spec.loss
+        layers = [layer for layer, _ in self.dropouts]
+
+        def loss(params, stats, x, y, m, noise):
+            with supplied_noise(dict(zip(layers, noise, strict=True))):
+                value = masked_mean_loss(functional_call(model, (params, stats), (x,)), y, m, sample_loss)
+            return objective(value) if objective is not None else value
+
+        # the engine supplies every mask (SeededDropout); a model whose own dropout draws from torch's
+        # generator gets one mask per client
+        axis = "vmap" if self.client_axis == "bmm" else self.client_axis
+        randomness = "different" if draws_from_torch(model) else "error"
+        mapped = client_grad_and_value(loss, axis, randomness=randomness)
+
+        def autograd(params, stats, x, y, m, scale, noise):
+            grads, value = mapped(params, stats, x, y, m, noise)
+            g = list(grads.values())
+            if scale is not None:
+                torch._foreach_mul_(g, per_row(scale, g))
+            return ExplicitGradient(g), value
+
+        return autograd
+
+    def stack(
+        self,
+        start: torch.Tensor,
+        spec: LocalSpec,
+        schedule: BatchSchedule,
+        running: torch.Tensor | None = None,
+    ) -> ClientStack:
+        """The K clients of ``schedule`` at ``start`` (``[P]`` shared or ``[K, P]``), with running statistics
+        ``running`` (``[Q]`` shared or ``[K, Q]``; None without BatchNorm), ready to step."""
+        return BatchedStack(self, start, spec, schedule, running)
+
+    def train(
+        self,
+        start: torch.Tensor,
+        spec: LocalSpec,
+        schedule: BatchSchedule,
+        running: torch.Tensor | None = None,
+        chunk_size: int | None = None,
+    ) -> LocalResult:
+        """Every client's whole schedule, ``chunk_size`` clients at a time (bounds memory; default the
+        trainer's)."""
+        k_clients = schedule.index.shape[0]
+        chunk = min(chunk_size or self.chunk_size or k_clients, k_clients)
+        parts = []
+        for lo in range(0, k_clients, chunk):
+            rows = slice(lo, min(lo + chunk, k_clients))
+            part_spec = spec if chunk == k_clients else spec.rows(rows)
+            part_start = start[rows] if start.dim() == 2 else start
+            part = self.stack(part_start, part_spec, schedule.rows(rows), running)
+            for _ in range(schedule.num_steps):
+                part.step()
+            parts.append(part.result())
+        return LocalResult.concat(parts)
+
+
+class BatchedStack(ClientStack):
+    """Every stepping row's gradient in one mapped call; the update on the stacked tensors."""
+
+    def __init__(self, trainer: BatchedTrainer, start, spec, schedule, running=None):
+        super().__init__(trainer, start, spec, schedule, running)
+        self.bufs = [torch.zeros_like(t) for t in self.ws] if spec.momentum else None
+        self.gradient = trainer.gradient_fn(spec)
+
+    def _gradient(self, sel, steps, on_host) -> _Gradient:
+        """The part of a step before the update (running and in-training statistics updated)."""
+        dtype = self.dtype
+        idx, m = self._batch(sel, steps, on_host)
+        ws = take(self.ws, sel)
+        on = None if on_host.all() else torch.as_tensor(on_host, device=self.device).to(dtype)
+        scale, drift = combine(self.terms, ws, sel)
+        step_scale = scale if on is None else on * (1.0 if scale is None else scale)
+        x, y = self.trainer.inputs(idx, dtype), self.trainer.labels[idx]
+        params = self.params if sel is None else dict(zip(self.params, ws, strict=True))
+        running = self.running if sel is None else {n: t[sel] for n, t in self.running.items()}
+        before = {n: t.clone() for n, t in running.items()} if on is not None else {}
+        if not self.trainer.model.training:  # the engine's evaluations switch it to eval mode
+            self.trainer.model.train()
+        noise: tuple[torch.Tensor, ...] = ()
+        if self.trainer.dropouts:  # the rows' masks, drawn on the CPU (no host copy of sel otherwise)
+            rows = np.arange(self.num_clients) if sel is None else sel.cpu().numpy()
+            shapes = [shape for _, shape in self.trainer.dropouts]
+            noise = dropout_noise(self.schedule, rows, steps, shapes, self.device)
+        grad, loss = self.gradient(params, running, x, y, m, step_scale, noise)
+        if on is not None:  # a row that does not step keeps its statistics too
+            for n, old in before.items():
+                running[n].copy_(torch.where(per_row(on, [old])[0] > 0, running[n], old))
+        if sel is not None:
+            for n, t in running.items():
+                self.running[n].index_copy_(0, sel, t)
+        self._record(sel, steps, on_host, m, loss, lambda: self.trainer.features(params, running, x))
+        on_rows = None if on is None else per_row(on, ws)
+        if drift is not None and on_rows is not None:
+            drift = torch._foreach_mul(drift, on_rows)
+        return _Gradient(ws, grad, drift, on, on_rows, loss.detach())
+
+    def _step(self, sel, host_rows, steps, on_host) -> None:
+        spec, lr = self.spec, self.spec.lr
+        g = self._gradient(sel, steps, on_host)
+        ws, drift, on, on_rows = g.ws, g.drift, g.on, g.on_rows
+        if self.bufs is None:
+            if drift is not None:
+                torch._foreach_add_(ws, drift, alpha=-lr)
+            g.grad.add_to(ws, -lr)
+        else:
+            bufs = take(self.bufs, sel)
+            beta = spec.momentum if on is None else per_row(on * spec.momentum + (1 - on), ws)
+            torch._foreach_mul_(bufs, beta)
+            if drift is not None:
+                torch._foreach_add_(bufs, drift)
+            g.grad.add_to(bufs, 1.0)
+            torch._foreach_add_(ws, bufs if on_rows is None else torch._foreach_mul(bufs, on_rows), alpha=-lr)
+            if sel is not None:
+                for t, b in zip(self.bufs, bufs, strict=True):
+                    t.index_copy_(0, sel, b)
+        if sel is not None:
+            for t, w in zip(self.ws, ws, strict=True):
+                t.index_copy_(0, sel, w.detach())
+        self._advance(sel, host_rows, g.loss, on_host)
+
+    def _directions(self, sel, host_rows, steps, on_host):
+        g = self._gradient(sel, steps, on_host)
+        d = [torch.zeros_like(w) for w in g.ws] if g.drift is None else [t.clone() for t in g.drift]
+        g.grad.add_to(d, 1.0)
+        return d, g.loss
+
+
+@dataclass
+class _Gradient:
+    """A batched step's parts before the update: the stepping rows' parameters, their gradient
+    (``add_to``), the step terms' drift (masked), the step mask (None: every row steps) as ``[R]`` and per
+    parameter tensor, and the objective ``[R]``."""
+
+    ws: list[torch.Tensor]
+    grad: ExplicitGradient
+    drift: list[torch.Tensor] | None
+    on: torch.Tensor | None
+    on_rows: list[torch.Tensor] | None
+    loss: torch.Tensor
+
+
+@dataclass
+class ExplicitGradient:
+    """Per-client gradients written out, stacked per parameter tensor (cf. ``mlp_step.FactoredGradient``)."""
+
+    grads: list[torch.Tensor]
+
+    def add_to(self, tensors: list[torch.Tensor], alpha: float) -> None:
+        torch._foreach_add_(tensors, self.grads, alpha=alpha)
