@@ -18,7 +18,8 @@ step. The three greedy procedures only call a :class:`GainOracle` (``FacilityLoc
 
 The paper uses the distances as they are (gradient-norm units), so G's gains scale with the gradients while
 SubTrunc's λ·b and UnionFL's μ do not; :func:`normalize_distances` offers ``"mean"`` (divide by the mean
-distance between distinct clients) as an alternative to the default ``"none"``.
+distance between distinct clients) as an alternative to the default ``"none"``. G still sums over the n
+clients either way; SubTrunc's ``objective_scale`` (``selection/submodular.py``) rescales G itself.
 
 Rows of ``dist`` are the clients to be represented, columns the candidates (usually both are all clients).
 Ties go to the lowest candidate index (stochastic greedy: the first in the drawn pool).
