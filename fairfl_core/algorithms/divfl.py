@@ -70,17 +70,32 @@ class DivFL(FedAvg):
             )
 
     def configure(self, t: int) -> Plan:
-        return Plan(self.choose(t), proximal_spec(self.sim, t, self.hp.mu, self.w))
+        clients, notes = self.select(t)
+        return Plan(clients, proximal_spec(self.sim, t, self.hp.mu, self.w), notes=notes)
 
     def choose(self, t: int) -> np.ndarray:
         """The m clients maximising the facility-location objective over the gradient distances."""
-        return self.maximize(t, self.objective(t, self.distances()))
+        return self.select(t)[0]
 
-    def maximize(self, t: int, objective: FacilityLocation) -> np.ndarray:
-        """``greedy``'s maximiser of ``objective`` under |S| ≤ m, in greedy order."""
+    def select(self, t: int) -> tuple[np.ndarray, dict | None]:
+        """:meth:`choose`'s clients and what the round reports about the choice (:meth:`selection_notes`)."""
+        objective = self.objective(t, self.distances())
+        pools: list[np.ndarray] = []
+        chosen = self.maximize(t, objective, pools)
+        return chosen, self.selection_notes(t, objective, chosen, pools)
+
+    def selection_notes(
+        self, t: int, objective: FacilityLocation, chosen: np.ndarray, pools: list
+    ) -> dict | None:
+        """Diagnostics of round t's choice for the round's record (none for DivFL)."""
+        return None
+
+    def maximize(self, t: int, objective: FacilityLocation, pools: list | None = None) -> np.ndarray:
+        """``greedy``'s maximiser of ``objective`` under |S| ≤ m, in greedy order; ``pools`` receives the
+        stochastic greedy's candidates of each step (the exact greedies consider every unselected one)."""
         m = self.sim.train.clients_per_round
         if self.hp.greedy == "stochastic":
-            return stochastic_greedy(objective, m, self.sim.rng(t, "select"), self.pool_size())
+            return stochastic_greedy(objective, m, self.sim.rng(t, "select"), self.pool_size(), pools)
         return (lazy_greedy if self.hp.greedy == "lazy" else greedy)(objective, m)
 
     def pool_size(self) -> int:

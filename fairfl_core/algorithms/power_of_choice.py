@@ -3,7 +3,8 @@
 Each round: d candidates drawn without replacement ∝ p_k = n_k / n (``sampling="size"``); each reports
 F_k(w) on its whole training set at the global model; the m candidates with the highest loss train;
 aggregation is the plain mean 1/m (importance is already in the sampling). d defaults to min(N, 2m), the
-setting Equitable-FL's baseline section reads as "pow-d"; the SubTrunc paper's comparison uses d = N.
+setting Equitable-FL's baseline section reads as "pow-d". The SubTrunc paper gives no d; its experiments here
+use d = N (the DivFL reference's loss-based mode, docs/readings.md).
 
 Faults, beyond the rule of ``base.py``: the candidates report their losses before training; of the m that
 train, the survivors are averaged (1/|survivors|).

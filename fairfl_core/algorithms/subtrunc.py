@@ -11,9 +11,16 @@ Readings (the paper is silent; ``docs/readings.md``): the gradients in G are eve
 gradient at the current model, recomputed each round (``grad_mode="fresh"``; ``"stale"`` is the DivFL
 reference's cache); f_i(w) is the current model's mean cross-entropy on client i's training set, recomputed
 each round (``loss_mode="fresh"``; ``"stale"``: the loss each client last reported, at the model it
-received); G's distances enter raw (``distance_scale="none"``; ``"mean"`` divides them by their mean).
-Per round the server computes N losses and N gradients (one batched pass each through the engine) and the
-N × N distances.
+received); G's scale against H (``objective_scale``): ``"literal"``, eq. 9's sum over the N clients,
+``"averaged"``, Ḡ/N, or ``"normalised"``, G/Ḡ(∅) (``selection/submodular.py``); ``distance_scale="mean"``
+divides the distances by their mean first. Per round the server computes N losses and N gradients (one
+batched pass each through the engine) and the N × N distances.
+
+Each round's record (diagnostics) tells whether H moved the choice (:func:`selection_trace`): G's gain gap
+between its best and second-best candidate (``g_gap_min``, ``g_gap_median`` over the greedy steps), H's
+largest spread over a step's candidates (``h_range_max``), the steps before H saturates
+(``unsaturated_steps``) and those whose pick differs from G's best (``steered_steps``), and
+``differs_from_divfl``: whether the set differs from DivFL's greedy on the same gradients and draws.
 """
 
 from __future__ import annotations
@@ -26,7 +33,13 @@ from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.divfl import DivFL, DivFLHyper
 from fairfl_core.algorithms.server_plugins import remember_rows
 from fairfl_core.selection.facility_location import FacilityLocation
-from fairfl_core.selection.submodular import PHI, subtrunc_objective
+from fairfl_core.selection.submodular import (
+    OBJECTIVE_SCALES,
+    PHI,
+    selection_trace,
+    subtrunc_objective,
+    trace_summary,
+)
 
 __all__ = ["SelectionHyper", "SubTrunc", "SubTruncHyper"]
 
@@ -52,12 +65,13 @@ class SelectionHyper(DivFLHyper):
 @dataclass
 class SubTruncHyper(SelectionHyper):
     """``lam`` λ ≥ 0 (Table I: 0.95 MNIST, 0.50 CIFAR-10), ``budget`` b > 0 (1.10), ``phi`` φ
-    (``"log1p"`` = ln(1 + x) or ``"identity"``), ``loss_mode`` (module docstring)."""
+    (``"log1p"`` = ln(1 + x) or ``"identity"``), ``loss_mode``, ``objective_scale`` (module docstring)."""
 
     lam: float = 0.95
     budget: float = 1.10
     phi: str = "log1p"
     loss_mode: str = "fresh"
+    objective_scale: str = "averaged"
 
     def check(self):
         if not self.lam >= 0:
@@ -68,6 +82,11 @@ class SubTruncHyper(SelectionHyper):
             raise ValueError(f"phi must be one of {tuple(PHI)}, got {self.phi!r}")
         if self.loss_mode not in LOSS_MODES:
             raise ValueError(f"loss_mode must be one of {LOSS_MODES}, got {self.loss_mode!r}")
+        if self.objective_scale not in OBJECTIVE_SCALES:
+            raise ValueError(
+                f"objective_scale must be one of {tuple(OBJECTIVE_SCALES)} (G's scale against H, "
+                f"docs/readings.md), got {self.objective_scale!r}"
+            )
 
 
 @register("subtrunc")
@@ -87,12 +106,30 @@ class SubTrunc(DivFL):
         losses = self.state["losses"] if self.hp.loss_mode == "stale" else self.client_losses()
         hp = self.hp
         return subtrunc_objective(
-            dist, losses, lam=hp.lam, budget=hp.budget, phi=hp.phi, distance_scale=hp.distance_scale
+            dist,
+            losses,
+            lam=hp.lam,
+            budget=hp.budget,
+            phi=hp.phi,
+            distance_scale=hp.distance_scale,
+            objective_scale=hp.objective_scale,
         )
 
+    def selection_notes(self, t: int, objective: FacilityLocation, chosen: np.ndarray, pools: list) -> dict:
+        """The round's :func:`trace_summary` and whether DivFL's greedy (G alone, the same draws) picks
+        another set."""
+        divfl = self.maximize(t, FacilityLocation(objective.dist))
+        return {
+            **trace_summary(selection_trace(objective, chosen, pools or None)),
+            "differs_from_divfl": set(chosen.tolist()) != set(divfl.tolist()),
+        }
+
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
-        """DivFL's step; with stale losses, the uploading clients report their loss at the model received."""
+        """DivFL's step, with the choice's diagnostics; with stale losses, the uploading clients report their
+        loss at the model received."""
         if self.hp.loss_mode == "stale":
             fresh = self.client_losses(uploads.clients)
             self.state["losses"] = remember_rows(self.state["losses"], uploads.clients, fresh)
-        return super().aggregate(t, plan, uploads)
+        update = super().aggregate(t, plan, uploads)
+        update.diagnostics.update(plan.notes or {})
+        return update

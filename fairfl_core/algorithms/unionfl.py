@@ -61,8 +61,8 @@ class UnionFL(DivFL):
         hp = self.hp
         return unionfl_objective(dist, history, mu=hp.mu, window=hp.window, distance_scale=hp.distance_scale)
 
-    def maximize(self, t: int, objective: FacilityLocation) -> np.ndarray:
-        chosen = super().maximize(t, objective)
+    def maximize(self, t: int, objective: FacilityLocation, pools: list | None = None) -> np.ndarray:
+        chosen = super().maximize(t, objective, pools)
         return stop_before_loss(objective, chosen) if self.hp.nonmonotone == "stop" else chosen
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:

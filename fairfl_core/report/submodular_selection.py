@@ -1,9 +1,12 @@
-"""SubTrunc / UnionFL (arXiv 2408.13683): Table I's training loss and the §V claims on the experiments'
-method labels (``experiments/papers/submodular_selection.py``).
+"""SubTrunc / UnionFL (arXiv 2408.13683): Table I's training loss, the selection diagnostics, the λ sweep per
+reading of G's scale, and the §V claims on the experiments' method labels
+(``experiments/papers/submodular_selection.py``).
 
 "Client dissimilarity [%]" is read as the population standard deviation of the clients' test accuracies
 (``std`` of ``metrics.fairness_summary``; the paper gives no formula); "Training Loss" as the mean local
 minibatch loss of the selected clients over the last 5 rounds (the paper does not define it either).
+A claim comparing two runs that selected the same clients in every round of every seed is marked
+(:func:`mark_identical_selections`): its outcome says so instead of holding or failing.
 """
 
 from __future__ import annotations
@@ -17,17 +20,21 @@ from fairfl_core.experiments.papers import submodular_selection as experiments
 from fairfl_core.experiments.profiles import Experiment
 from fairfl_core.experiments.store import RunStore
 from fairfl_core.report.bundle import Paper, paper_rows, register_paper
-from fairfl_core.report.claims import Claim
+from fairfl_core.report.claims import Claim, seed_outcome
 from fairfl_core.report.paper import load_paper_results
 
 __all__ = [
     "BUNDLE",
+    "IDENTICAL",
     "Calibration",
     "calibrate",
     "lambda_claims",
+    "lambda_sweep",
+    "mark_identical_selections",
     "paper_random_accuracy",
     "phi_claims",
     "selection_agreement",
+    "selection_diagnostics",
     "table1_claims",
     "window_claims",
     "with_loss_curve",
@@ -47,7 +54,8 @@ def with_train_loss(runs: pd.DataFrame, last: int = 5) -> pd.DataFrame:
 
 def with_loss_curve(curves: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """``curves`` (``report.load_curves`` of ``runs``) plus ``train_loss``: the mean local loss of the round
-    that ends at each evaluation (§VII's training-loss curves)."""
+    that ends at each evaluation (the training-loss curves; the paper shows dissimilarity over training in
+    §V-A, "The dissimilarity evolution of our method ...")."""
     paths = dict(zip(runs["hash"], runs["path"], strict=True))
     per_run = {
         h: {r["round"]: r["diagnostics"].get("train_loss") for r in RunStore(p).records("rounds")}
@@ -83,84 +91,198 @@ def selection_agreement(runs: pd.DataFrame, reference: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+IDENTICAL = "identical selections (not evidence)"
+DIAGNOSTICS = (
+    "differs_from_divfl",
+    "steered_steps",
+    "unsaturated_steps",
+    "h_range_max",
+    "g_gap_min",
+    "g_gap_median",
+)
+
+
+def mark_identical_selections(claims: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """``claims`` (``report.check_claims``) plus ``identical_selections``: whether the claim's two runs picked
+    the same set of clients in every round of every common seed (then they are the same run and ``result``
+    becomes :data:`IDENTICAL`); False where the reference is not a run."""
+    methods = set(runs["method"])
+    same = []
+    for method, than in zip(claims["method"], claims["than"], strict=True):
+        pair = runs[runs["method"].isin([method, than])]
+        if method not in methods or than not in methods or method == than:
+            same.append(False)
+            continue
+        agreement = selection_agreement(pair, than)
+        mine = agreement[agreement["method"] == method]
+        same.append(bool(len(mine)) and bool((mine["same_set"] == 100).all()))
+    out = claims.assign(identical_selections=same)
+    out.loc[out["identical_selections"], "result"] = IDENTICAL
+    return out
+
+
+def selection_diagnostics(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per SubTrunc run (one row per method and seed), its rounds' selection diagnostics
+    (``algorithms/subtrunc.py``): the % of rounds whose set differs from DivFL's greedy on the same gradients
+    and draws, the mean number of greedy steps per round where H changed G's pick and where H was not yet
+    saturated, the mean of H's largest spread, and the median over rounds of G's smallest and median
+    best-vs-second gap."""
+    rows = []
+    for method, seed, path in zip(runs["method"], runs["seed"], runs["path"], strict=True):
+        records = [r["diagnostics"] for r in RunStore(path).records("rounds")]
+        records = [d for d in records if "differs_from_divfl" in d]
+        if not records:
+            continue
+        frame = pd.DataFrame(records, columns=list(DIAGNOSTICS)).astype(float)
+        rows.append(
+            {
+                "method": method,
+                "seed": seed,
+                "rounds": len(frame),
+                "differs_from_divfl_%": 100 * frame["differs_from_divfl"].mean(),
+                "steered_steps": frame["steered_steps"].mean(),
+                "unsaturated_steps": frame["unsaturated_steps"].mean(),
+                "h_range_max": frame["h_range_max"].mean(),
+                "g_gap_min": frame["g_gap_min"].median(),
+                "g_gap_median": frame["g_gap_median"].median(),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def lambda_sweep(experiment: Experiment, runs: pd.DataFrame) -> pd.DataFrame:
+    """Table II per reading of G's scale: for each λ run, the mean (over seeds) client dissimilarity and
+    accuracy and the % of rounds whose set differs from DivFL's; then per reading the trend from the
+    smallest to the largest λ (``std`` at the largest minus at the smallest; ``falls``: the seed-aware
+    outcome of "dissimilarity at the largest λ < at the smallest", ``report.claims.seed_outcome``)."""
+    methods = {m.label: m for m in experiment.method_list()}
+    diag = selection_diagnostics(runs).groupby("method")["differs_from_divfl_%"].mean()
+    rows = []
+    for label, part in runs.groupby("method", sort=False):
+        m = methods[label]
+        std = pd.to_numeric(part["std"], errors="coerce")
+        rows.append(
+            {
+                "reading": experiments.reading_of(m),
+                "lam": m.params["lam"],
+                "method": label,
+                "seeds": len(part),
+                "std": std.mean(),
+                "std_sd": std.std(),
+                "global_acc": pd.to_numeric(part["global_acc"], errors="coerce").mean(),
+                "differs_from_divfl_%": diag.get(label, float("nan")),
+            }
+        )
+    table = pd.DataFrame(rows).sort_values(["reading", "lam"], kind="stable").reset_index(drop=True)
+    trend = []
+    for reading, part in table.groupby("reading", sort=False):
+        low, high = part.iloc[0], part.iloc[-1]
+        sides = [
+            (r["std"], 0.0 if pd.isna(r["std_sd"]) else r["std_sd"], int(r["seeds"])) for r in (high, low)
+        ]
+        trend.append(
+            {
+                "reading": reading,
+                "trend": f"λ {low['lam']:g} → {high['lam']:g}",
+                "std_change": high["std"] - low["std"],
+                "falls": seed_outcome("<", sides[0], sides[1]).result if len(part) > 1 else "n/a",
+            }
+        )
+    return table.merge(pd.DataFrame(trend), on="reading", how="left")
+
+
+# the paper's sentences each claim checks (arXiv 2408.13683)
+C1_C2 = (
+    '§V-A: "SubTrunc and UnionFL outperform the baselines by achieving a lower overall client dissimilarity '
+    'score, [...] with SubTrunc being able to consistently achieve the lowest score among all methods."'
+)
+C3 = (
+    '§V-A: "both SubTrunc and UnionFL converge at a similar rate to the baseline methods [...] while '
+    'maintaining a comparable performance under testing accuracy" (read: at least as accurate)'
+)
+C6 = (
+    '§V-B: "as the values for λ get closer to zero, i.e. as the method approaches DivFL, the client '
+    'dissimilarity score degrades, whereas as λ increases, the client dissimilarity improves"'
+)
+C8 = (
+    "§V-B: \"Increasing the window size results in model's that perform better under both a testing "
+    'accuracy and client dissimilarity standpoint."'
+)
+C9 = (
+    '§V-C: "This new function [the identity] was able to produce lower client dissimilarity scores across '
+    'both datasets under non-iid conditions"'
+)
+
+
 def table1_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
-    """C1–C3 of §V on Table I: SubTrunc and UnionFL against DivFL, Random and Power-of-Choice."""
+    """§V-A on Table I: SubTrunc (the default reading of G's scale) and UnionFL against the baselines DivFL,
+    Random and Power-of-Choice, and SubTrunc against UnionFL."""
     row = paper_rows(experiment)
     subtrunc, unionfl = row["SubTrunc"], row["UnionFL"]
     others = {name: row[name] for name in ("DivFL", "Random", "Power-of-Choice")}
     claims = [
+        Claim(f"{who} has a lower client dissimilarity than {name}", "std", label, "<", other, source=C1_C2)
+        for who, label in (("SubTrunc", subtrunc), ("UnionFL", unionfl))
+        for name, other in others.items()
+    ]
+    claims.append(
         Claim(
-            f"SubTrunc has a lower client dissimilarity than {name}",
+            "SubTrunc has a lower client dissimilarity than UnionFL",
             "std",
             subtrunc,
             "<",
-            label,
-            source="Table I, C1",
-        )
-        for name, label in [("UnionFL", unionfl), *others.items()]
-    ]
-    claims += [
-        Claim(
-            f"UnionFL has a lower client dissimilarity than {name}",
-            "std",
             unionfl,
-            "<",
-            others[name],
-            source="Table I, C2",
+            source=C1_C2,
         )
-        for name in ("DivFL", "Random")
-    ]
+    )
     claims += [
-        Claim(
-            f"{who} is at least as accurate as {name}",
-            "global_acc",
-            label,
-            ">=",
-            others[name],
-            source="Table I, C3",
-        )
+        Claim(f"{who} is at least as accurate as {name}", "global_acc", label, ">=", others[name], source=C3)
         for who, label in (("SubTrunc", subtrunc), ("UnionFL", unionfl))
         for name in ("DivFL", "Random")
     ]
     return claims
 
 
-def _extremes(experiment: Experiment, param: str) -> tuple[str, str]:
-    """The labels of the smallest and the largest value of ``param`` among the experiment's methods."""
-    methods = sorted(experiment.method_list(), key=lambda m: m.params[param])
+def _extremes(experiment: Experiment, param: str, methods=None) -> tuple[str, str]:
+    """The labels of the smallest and the largest value of ``param`` among ``methods`` (default: the
+    experiment's)."""
+    methods = sorted(methods or experiment.method_list(), key=lambda m: m.params[param])
     return methods[0].label, methods[-1].label
 
 
 def lambda_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
-    """C6 (Table II): a larger λ lowers the client dissimilarity."""
-    smallest, largest = _extremes(experiment, "lam")
+    """§V-B (Table II) on the default reading of G's scale: a larger λ lowers the client dissimilarity (the
+    other reading's trend is in :func:`lambda_sweep`). The extremes are those of the λ values run."""
+    ran = set(runs["method"]) if "method" in runs else None
+    default = [
+        m
+        for m in experiment.method_list()
+        if experiments.reading_of(m) == experiments.READING and (ran is None or m.label in ran)
+    ]
+    smallest, largest = _extremes(experiment, "lam", default)
     return [
         Claim(
-            "a larger λ lowers the client dissimilarity", "std", largest, "<", smallest, source="Table II, C6"
+            f"a larger λ lowers the client dissimilarity ({experiments.READING} G)",
+            "std",
+            largest,
+            "<",
+            smallest,
+            source=C6,
         )
     ]
 
 
 def window_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
-    """C8 (Table III): a longer UnionFL window raises the accuracy and lowers the dissimilarity."""
+    """§V-B (Table III): a longer UnionFL window raises the accuracy and lowers the dissimilarity."""
     shortest, longest = _extremes(experiment, "window")
     return [
-        Claim(
-            "a longer window raises the accuracy",
-            "global_acc",
-            longest,
-            ">",
-            shortest,
-            source="Table III, C8",
-        ),
-        Claim(
-            "a longer window lowers the dissimilarity", "std", longest, "<", shortest, source="Table III, C8"
-        ),
+        Claim("a longer window raises the accuracy", "global_acc", longest, ">", shortest, source=C8),
+        Claim("a longer window lowers the dissimilarity", "std", longest, "<", shortest, source=C8),
     ]
 
 
 def phi_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
-    """C9 (Table IV): φ = identity gives a lower dissimilarity than ln(1 + x)."""
+    """§V-C (Table IV): φ = identity gives a lower dissimilarity than ln(1 + x)."""
     row = paper_rows(experiment)
     return [
         Claim(
@@ -169,7 +291,7 @@ def phi_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
             row["Identity"],
             "<",
             row["ln(1+x)"],
-            source="Table IV, C9",
+            source=C9,
         )
     ]
 
@@ -202,10 +324,11 @@ def paper_random_accuracy(column: str) -> float:
 def calibrate(
     curves: pd.DataFrame, target: float, default_lr: float, rounds: tuple[int, ...], tol: float = 3.0
 ) -> Calibration:
-    """§IV's calibration rule on Random's accuracy curves (``curves``: columns ``lr``, ``round``,
-    ``global_acc``, one row per run and evaluation; seeds are averaged): K first, at ``default_lr``, the
-    smallest of ``rounds`` whose accuracy is within ``tol`` points of ``target`` (none: the closest); then
-    η at that K, ``default_lr`` if it is within ``tol`` already, else the closest η."""
+    """The package's calibration rule (docs/readings.md; the paper gives no K or η) on Random's accuracy
+    curves (``curves``: columns ``lr``, ``round``, ``global_acc``, one row per run and evaluation; seeds are
+    averaged): K first, at ``default_lr``, the smallest of ``rounds`` whose accuracy is within ``tol`` points
+    of ``target`` (none: the closest); then η at that K, ``default_lr`` if it is within ``tol`` already, else
+    the closest η."""
     mean = curves[curves["round"].isin(rounds)].groupby(["lr", "round"], as_index=False)["global_acc"].mean()
     mean["gap"] = (mean["global_acc"] - target).abs()
     missing = sorted(set(rounds) - set(mean.loc[mean["lr"] == default_lr, "round"]))

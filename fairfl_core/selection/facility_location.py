@@ -18,7 +18,8 @@ step. The three greedy procedures only call a :class:`GainOracle` (``FacilityLoc
 
 The paper uses the distances as they are (gradient-norm units), so G's gains scale with the gradients while
 SubTrunc's λ·b and UnionFL's μ do not; :func:`normalize_distances` offers ``"mean"`` (divide by the mean
-distance between distinct clients) as an alternative to the default ``"none"``.
+distance between distinct clients) as an alternative to the default ``"none"``. G still sums over the n
+clients either way; SubTrunc's ``objective_scale`` (``selection/submodular.py``) rescales G itself.
 
 Rows of ``dist`` are the clients to be represented, columns the candidates (usually both are all clients).
 Ties go to the lowest candidate index (stochastic greedy: the first in the drawn pool).
@@ -192,11 +193,19 @@ class FacilityLocation:
         g = facility_location_gain(self.dist, state.nearest, candidates)
         if self.bonus is not None:
             g = g + self.bonus[candidates]
-        if self.phi is not None and self.lam:
-            g = g + self.lam * (
-                np.minimum(self.budget, state.used + self.phi[candidates]) - min(self.budget, state.used)
-            )
-        return g
+        return g + self.truncated_gain(state, candidates)
+
+    def truncated_gain(self, state: _State, candidates: np.ndarray) -> np.ndarray:
+        """Δ_H(e | S) = λ·[min(b, Σ_{j∈S} φ_j + φ_e) − min(b, Σ_{j∈S} φ_j)] (eq. 11; 0 without φ or λ)."""
+        if self.phi is None or not self.lam:
+            return np.zeros(len(candidates))
+        return self.lam * (
+            np.minimum(self.budget, state.used + self.phi[candidates]) - min(self.budget, state.used)
+        )
+
+    def saturated(self, state: _State) -> bool:
+        """Whether H = λ·min(b, Σ_{j∈S} φ_j) has reached λ·b (no candidate can add to it any more)."""
+        return self.phi is None or not self.lam or state.used >= self.budget
 
     def add(self, state: _State, e: int) -> None:
         np.minimum(state.nearest, self.dist[:, e], out=state.nearest)
@@ -266,9 +275,15 @@ def stochastic_pool_size(num_candidates: int, k: int, subsample: float) -> int:
     return max(k, int(subsample * num_candidates))
 
 
-def stochastic_greedy(objective: GainOracle, k: int, rng: np.random.Generator, pool_size: int) -> np.ndarray:
+def stochastic_greedy(
+    objective: GainOracle,
+    k: int,
+    rng: np.random.Generator,
+    pool_size: int,
+    pools: list[np.ndarray] | None = None,
+) -> np.ndarray:
     """Stochastic greedy (eq. 17): each step, argmax of Δ(e | S) over a fresh random pool R ⊆ N∖S
-    of size min(r, |N∖S|), drawn with ``rng``.
+    of size min(r, |N∖S|), drawn with ``rng``; ``pools``, when given, receives each step's pool.
 
     When the pool covers every unselected candidate it is taken in index order (no draw), so
     ``pool_size = n`` reproduces :func:`greedy` exactly.
@@ -285,6 +300,8 @@ def stochastic_greedy(objective: GainOracle, k: int, rng: np.random.Generator, p
         pool = (
             remaining if pool_size >= len(remaining) else rng.choice(remaining, size=pool_size, replace=False)
         )
+        if pools is not None:
+            pools.append(pool)
         e = int(pool[int(np.argmax(objective.gains(state, pool)))])
         objective.add(state, e)
         remaining = remaining[remaining != e]

@@ -18,8 +18,15 @@ but not monotone. Both are maximised under |S| ≤ κ by stochastic greedy (eq. 
 Readings where the paper is silent:
 
 * f_i(w) is whatever loss vector the caller passes (one entry per candidate, non-negative).
-* Scale: the paper compares G's gains, sums of gradient distances, with λ·b and μ as they are
-  (``distance_scale="none"``); ``"mean"`` first divides the distances by their mean between distinct clients.
+* Scale of G in SubTrunc's W (``objective_scale``, ``docs/readings.md``): eq. 9 writes G as a sum over the
+  N clients, so its gains are sums of N gradient distances against H's at most λ·b ≈ 1 (``"literal"``,
+  :func:`literal_scale`); ``"averaged"`` takes Ḡ/N, the mean over clients as in the averaged objective of
+  eq. 3 (:func:`averaged_scale`); ``"normalised"`` takes G/Ḡ(∅), so that G ∈ [0, 1]
+  (:func:`normalised_scale`). Each multiplies G by a positive constant, so G's own greedy order (DivFL's) is
+  the same under all three; only its weight against H changes.
+* ``distance_scale`` (SubTrunc and UnionFL): ``"none"`` uses the distances as they are; ``"mean"`` divides
+  them by their mean between distinct clients. G still sums over N clients, so this does not put G on H's
+  scale (a LeNet's distances are already of order 1).
 * UnionFL before round ``window``: U_t is the union of the rounds that exist (empty at the first round).
 * UnionFL's non-monotonicity: Algorithm 1 selects a set "of size κ", so ``nonmonotone="fill"`` (default)
   always takes κ clients, the best candidate even when its gain is negative; ``"stop"`` ends the greedy before
@@ -38,6 +45,8 @@ import numpy as np
 from fairfl_core.selection.facility_location import (
     FacilityLocation,
     GainOracle,
+    facility_location_cost,
+    facility_location_gain,
     greedy,
     lazy_greedy,
     normalize_distances,
@@ -47,12 +56,19 @@ from fairfl_core.selection.facility_location import (
 __all__ = [
     "GREEDY_METHODS",
     "NONMONOTONE",
+    "OBJECTIVE_SCALES",
     "PHI",
+    "averaged_scale",
+    "literal_scale",
     "loss_transform",
     "maximize",
+    "normalised_scale",
     "recent_union",
+    "scale_objective",
+    "selection_trace",
     "stop_before_loss",
     "subtrunc_objective",
+    "trace_summary",
     "unionfl_objective",
 ]
 
@@ -73,6 +89,40 @@ def loss_transform(losses, phi: str = "log1p") -> np.ndarray:
     return PHI[phi](losses)
 
 
+def literal_scale(dist: np.ndarray) -> float:
+    """The factor c of c·G for eq. 9 as written: 1 (G sums distance reductions over the N clients)."""
+    return 1.0
+
+
+def averaged_scale(dist: np.ndarray) -> float:
+    """The factor c of c·G for Ḡ/N, G averaged over the N clients (rows of ``dist``), as eq. 3 averages
+    the clients' objectives: 1/N."""
+    return 1.0 / np.asarray(dist).shape[0]
+
+
+def normalised_scale(dist: np.ndarray) -> float:
+    """The factor c of c·G for G/Ḡ(∅), Ḡ(∅) = N·D0 with D0 = max d (eq. 9): G(S) ∈ [0, 1]. Identical
+    gradients (max d = 0, G ≡ 0) are left unscaled."""
+    empty = facility_location_cost(np.asarray(dist, dtype=np.float64), [])
+    return 1.0 / empty if empty > 0 else 1.0
+
+
+OBJECTIVE_SCALES: dict[str, Callable[[np.ndarray], float]] = {
+    "literal": literal_scale,
+    "averaged": averaged_scale,
+    "normalised": normalised_scale,
+}
+
+
+def scale_objective(dist: np.ndarray, reading: str = "literal") -> np.ndarray:
+    """``dist`` multiplied by the ``reading``'s factor c: G is linear in d (D0 = max d scales with it), so
+    the facility location over c·d is c·G."""
+    if reading not in OBJECTIVE_SCALES:
+        raise ValueError(f"objective_scale must be one of {tuple(OBJECTIVE_SCALES)}, got {reading!r}")
+    dist = np.asarray(dist, dtype=np.float64)
+    return dist * OBJECTIVE_SCALES[reading](dist)
+
+
 def subtrunc_objective(
     dist: np.ndarray,
     losses,
@@ -81,14 +131,56 @@ def subtrunc_objective(
     budget: float = 1.10,
     phi: str = "log1p",
     distance_scale: str = "none",
+    objective_scale: str = "literal",
 ) -> FacilityLocation:
-    """W(S) = G(S) + λ·min(b, Σ_{i∈S} φ(losses_i)) (eq. 13) over the ``[N, N]`` gradient distances ``dist``.
+    """W(S) = c·G(S) + λ·min(b, Σ_{i∈S} φ(losses_i)) (eq. 13) over the ``[N, N]`` gradient distances ``dist``.
 
-    ``budget`` is the truncation level b > 0 (paper: 1.10), ``lam`` the weight λ ≥ 0; λ = 0 is DivFL.
+    ``budget`` is the truncation level b > 0 (paper: 1.10), ``lam`` the weight λ ≥ 0; λ = 0 is DivFL;
+    ``objective_scale`` picks c (module docstring).
     """
-    return FacilityLocation(
-        normalize_distances(dist, distance_scale), phi=loss_transform(losses, phi), lam=lam, budget=budget
-    )
+    dist = scale_objective(normalize_distances(dist, distance_scale), objective_scale)
+    return FacilityLocation(dist, phi=loss_transform(losses, phi), lam=lam, budget=budget)
+
+
+def selection_trace(
+    objective: FacilityLocation, chosen: np.ndarray, pools: Sequence[np.ndarray] | None = None
+) -> list[dict]:
+    """Per greedy step of ``chosen`` (the picks in order; ``pools``: each step's candidates, default every
+    unselected one): ``g_gap``, G's gain of its best minus its second-best candidate (NaN for a single
+    candidate); ``h_range``, the spread of H's gains over the candidates; ``unsaturated``, whether H could
+    still grow before the pick; ``steered``, whether the pick differs from G's own best candidate."""
+    state, steps = objective.start(), []
+    everyone = np.arange(objective.num_candidates)
+    for step, e in enumerate(np.asarray(chosen, dtype=np.int64)):
+        pool = np.asarray(pools[step]) if pools is not None else np.setdiff1d(everyone, state.chosen)
+        g = facility_location_gain(objective.dist, state.nearest, pool)
+        h = objective.truncated_gain(state, pool)
+        top = np.sort(g)[::-1]
+        steps.append(
+            {
+                "g_gap": float(top[0] - top[1]) if len(top) > 1 else float("nan"),
+                "h_range": float(h.max() - h.min()),
+                "unsaturated": not objective.saturated(state),
+                "steered": int(pool[int(np.argmax(g))]) != int(e),
+            }
+        )
+        objective.add(state, int(e))
+    return steps
+
+
+def trace_summary(steps: Sequence[dict]) -> dict[str, float | int]:
+    """One round's :func:`selection_trace` in a few numbers: the min and median of G's best-vs-second gap
+    over the steps, H's largest range, and the counts of steps where H was not saturated and where it
+    changed the pick."""
+    gaps = np.asarray([s["g_gap"] for s in steps], dtype=float)
+    gaps = gaps[np.isfinite(gaps)]
+    return {
+        "g_gap_min": float(gaps.min()) if gaps.size else float("nan"),
+        "g_gap_median": float(np.median(gaps)) if gaps.size else float("nan"),
+        "h_range_max": max((s["h_range"] for s in steps), default=0.0),
+        "unsaturated_steps": sum(bool(s["unsaturated"]) for s in steps),
+        "steered_steps": sum(bool(s["steered"]) for s in steps),
+    }
 
 
 def recent_union(history: Sequence, window: int, num_clients: int) -> np.ndarray:

@@ -8,6 +8,7 @@ import pytest
 from fairfl_core import report
 from fairfl_core.experiments.profiles import get_experiment
 from fairfl_core.report import submodular_selection as R
+from fairfl_core.report.index import claim_outcome
 
 
 def test_train_loss_is_the_mean_of_the_last_rounds(tmp_path):
@@ -25,15 +26,21 @@ def test_table1_claims_compare_subtrunc_with_every_other_selector():
     experiment = get_experiment("submodular_table1_mnist")
     claims = R.table1_claims(experiment, pd.DataFrame())
     row = report.paper_rows(experiment)
-    s = row["SubTrunc"]  # SubTrunc (λ=0.95) on MNIST
+    s = row["SubTrunc"]  # SubTrunc (λ=0.95, averaged G) on MNIST
     lower = [(c.method, c.than) for c in claims if c.metric == "std" and c.method == s]
-    assert lower == [(s, row[r]) for r in ("UnionFL", "DivFL", "Random", "Power-of-Choice")]
+    assert lower == [(s, row[r]) for r in ("DivFL", "Random", "Power-of-Choice", "UnionFL")]
     assert all(c.op == ">=" for c in claims if c.metric == "global_acc")
+    assert all(c.source.startswith('§V-A: "') for c in claims)
+    assert len({(c.method, c.metric, c.than) for c in claims}) == len(claims)  # each claim once
 
 
 def test_sweep_claims_pick_the_extremes_by_value_not_by_position():
-    (lam,) = R.lambda_claims(get_experiment("submodular_table2_mnist"), pd.DataFrame())
-    assert (lam.method, lam.than) == ("SubTrunc (λ=0.95)", "SubTrunc (λ=0.01)")
+    experiment = get_experiment("submodular_table2_mnist")
+    (lam,) = R.lambda_claims(experiment, pd.DataFrame())
+    assert (lam.method, lam.than) == ("SubTrunc (λ=0.95, averaged G)", "SubTrunc (λ=0.01, averaged G)")
+    ran = pd.DataFrame({"method": ["SubTrunc (λ=0.1, averaged G)", "SubTrunc (λ=0.5, averaged G)"]})
+    (lam,) = R.lambda_claims(experiment, ran)  # only the λ values run
+    assert (lam.method, lam.than) == ("SubTrunc (λ=0.5, averaged G)", "SubTrunc (λ=0.1, averaged G)")
     window = R.window_claims(get_experiment("submodular_table3_mnist"), pd.DataFrame())
     assert {(c.method, c.than) for c in window} == {("UnionFL (window=10)", "UnionFL (window=2)")}
 
@@ -113,3 +120,68 @@ def test_selection_agreement_compares_each_round_with_the_reference_run_of_the_s
     assert out.loc[("UnionFL", 1), "overlap"] == 50.0 and out.loc[("DivFL", 1), "same_set"] == 100.0
     with pytest.raises(ValueError, match="no 'Random' run of seed 0"):
         R.selection_agreement(runs, "Random")
+
+
+def _selection_runs(tmp_path, picks, diagnostics=None):
+    """Runs whose rounds selected ``picks[(method, seed)]`` (one list of clients per round)."""
+    rows = []
+    for (method, seed), rounds in picks.items():
+        path = tmp_path / f"{method}-{seed}"
+        path.mkdir()
+        extra = (diagnostics or {}).get(method, {})
+        (path / "rounds.jsonl").write_text(
+            "".join(
+                json.dumps({"round": r, "selected": s, "diagnostics": {"train_loss": 0.1, **extra}}) + "\n"
+                for r, s in enumerate(rounds)
+            )
+        )
+        rows.append({"method": method, "seed": seed, "path": str(path)})
+    return pd.DataFrame(rows)
+
+
+def test_claims_between_runs_with_the_same_picks_in_every_round_are_marked(tmp_path):
+    runs = _selection_runs(
+        tmp_path,
+        {
+            ("A", 0): [[1, 2], [3, 4]],
+            ("B", 0): [[2, 1], [4, 3]],  # the same sets as A
+            ("C", 0): [[1, 2], [3, 5]],  # differs in round 1
+            ("A", 1): [[5, 6]],
+            ("B", 1): [[6, 5]],
+        },
+    )
+    claims = pd.DataFrame(
+        {"method": ["A", "C", "A"], "than": ["B", "A", "paper"], "result": ["holds", "holds", "fails"]}
+    )
+    out = R.mark_identical_selections(claims, runs)
+    assert out["identical_selections"].tolist() == [True, False, False]
+    assert out["result"].tolist() == [R.IDENTICAL, "holds", "fails"]
+    assert claim_outcome(R.IDENTICAL) == "not checked"
+
+
+def test_the_lambda_sweep_gives_each_readings_trend_and_how_often_it_left_divfl(tmp_path):
+    experiment = get_experiment("submodular_table2_mnist")
+    labels = {
+        (0.01, "averaged"): "SubTrunc (λ=0.01, averaged G)",
+        (0.95, "averaged"): "SubTrunc (λ=0.95, averaged G)",
+        (0.01, "literal"): "SubTrunc (λ=0.01, literal G)",
+        (0.95, "literal"): "SubTrunc (λ=0.95, literal G)",
+    }
+    picks = {(label, seed): [[0], [1]] for label in labels.values() for seed in (0, 1, 2)}
+    diag = {
+        label: {"differs_from_divfl": lam == 0.95 and r == "averaged"} for (lam, r), label in labels.items()
+    }
+    runs = _selection_runs(tmp_path, picks, diag)
+    # averaged: dissimilarity 10 ± 0.5 at λ = 0.01 falls to 8 ± 0.5 at 0.95; literal: flat (9 at both)
+    std = {labels[(0.01, "averaged")]: 10.0, labels[(0.95, "averaged")]: 8.0}
+    runs["std"] = [
+        std.get(m, 9.0) + 0.5 * (s - 1) * (m in std)
+        for m, s in zip(runs["method"], runs["seed"], strict=True)
+    ]
+    runs["global_acc"] = 80.0
+    sweep = R.lambda_sweep(experiment, runs).set_index("method")
+    assert sweep.loc[labels[(0.95, "averaged")], "differs_from_divfl_%"] == 100.0
+    assert sweep.loc[labels[(0.95, "literal")], "differs_from_divfl_%"] == 0.0
+    by_reading = sweep.drop_duplicates("reading").set_index("reading")
+    assert by_reading.loc["averaged", "std_change"] == pytest.approx(-2.0)
+    assert by_reading.loc["averaged", "falls"] == "holds" and by_reading.loc["literal", "falls"] == "fails"

@@ -6,17 +6,25 @@ import torch
 
 from fairfl_core.selection.facility_location import (
     FacilityLocation,
+    greedy,
     lazy_greedy,
     normalize_distances,
     pairwise_distances,
     stochastic_greedy,
 )
 from fairfl_core.selection.submodular import (
+    OBJECTIVE_SCALES,
+    averaged_scale,
+    literal_scale,
     loss_transform,
     maximize,
+    normalised_scale,
     recent_union,
+    scale_objective,
+    selection_trace,
     stop_before_loss,
     subtrunc_objective,
+    trace_summary,
     unionfl_objective,
 )
 
@@ -281,3 +289,69 @@ def test_bad_inputs_name_the_field():
         normalize_distances(dist, "max")
     with pytest.raises(ValueError, match="square"):
         normalize_distances(dist[:, :3], "mean")
+
+
+# G's scale against H (objective_scale, docs/readings.md): d below gives D0 = 4, Ḡ(∅) = 3·4 = 12 and
+# G({0}) = 12 − 6 = 6, G({1}) = 12 − 5 = 7, G({2}) = 12 − 7 = 5; φ = ln(1 + (e − 1)) = 1 for client 2 only.
+HAND_DIST = np.array([[0.0, 2.0, 4.0], [2.0, 0.0, 3.0], [4.0, 3.0, 0.0]])
+HAND_LOSSES = np.array([0.0, 0.0, np.e - 1])
+
+
+@pytest.mark.parametrize("reading,factor", [("literal", 1.0), ("averaged", 1 / 3), ("normalised", 1 / 12)])
+def test_each_objective_scale_multiplies_g_by_its_hand_computed_factor(reading, factor):
+    assert OBJECTIVE_SCALES[reading](HAND_DIST) == pytest.approx(factor)
+    g = FacilityLocation(scale_objective(HAND_DIST, reading))
+    assert [g.value([e]) for e in range(3)] == pytest.approx([6 * factor, 7 * factor, 5 * factor])
+    assert g.value([]) == 0.0
+
+
+def test_the_scale_decides_whether_h_outweighs_g():
+    """Literal: G({1}) = 7 > G({2}) + λ·φ_2 = 5 + 0.95, so G's best goes first. Averaged: 7/3 < 5/3 + 0.95;
+    normalised: 7/12 < 5/12 + 0.95: the high-loss client 2 goes first."""
+    first = {
+        reading: int(
+            greedy(subtrunc_objective(HAND_DIST, HAND_LOSSES, lam=0.95, objective_scale=reading), 1)[0]
+        )
+        for reading in OBJECTIVE_SCALES
+    }
+    assert first == {"literal": 1, "averaged": 2, "normalised": 2}
+
+
+def test_normalised_scale_leaves_identical_gradients_unscaled():
+    assert normalised_scale(np.zeros((3, 3))) == 1.0
+    assert averaged_scale(np.zeros((4, 4))) == 0.25 and literal_scale(HAND_DIST) == 1.0
+
+
+def test_an_unknown_objective_scale_names_the_choices():
+    with pytest.raises(ValueError, match="objective_scale must be one of"):
+        subtrunc_objective(HAND_DIST, HAND_LOSSES, lam=0.95, objective_scale="mean")
+
+
+def test_the_trace_records_g_gaps_h_range_saturation_and_steering_by_hand():
+    """Averaged (G/3), λ = 0.95, b = 1.1. Step 1 from ∅: G gains (6, 7, 5)/3, H gains (0, 0, 0.95): W picks
+    client 2, G alone would pick 1 (steered), gap (7 − 6)/3. Step 2 from {2} (Σφ = 1 < b, not saturated):
+    G gains of 0 and 1 are both (4 + 1)/3 = (2 + 3)/3, H adds 0 to both: client 0 (first), gap 0."""
+    objective = subtrunc_objective(HAND_DIST, HAND_LOSSES, lam=0.95, budget=1.1, objective_scale="averaged")
+    chosen = greedy(objective, 2)
+    assert chosen.tolist() == [2, 0]
+    steps = selection_trace(objective, chosen)
+    assert [s["g_gap"] for s in steps] == pytest.approx([1 / 3, 0.0])
+    assert [s["h_range"] for s in steps] == pytest.approx([0.95, 0.0])
+    assert [s["unsaturated"] for s in steps] == [True, True]
+    assert [s["steered"] for s in steps] == [True, False]
+    summary = trace_summary(steps)
+    assert summary["g_gap_min"] == pytest.approx(0.0) and summary["g_gap_median"] == pytest.approx(1 / 6)
+    assert summary["h_range_max"] == pytest.approx(0.95)
+    assert (summary["unsaturated_steps"], summary["steered_steps"]) == (2, 1)
+
+
+def test_the_trace_sees_h_saturate_and_follows_the_stochastic_pools():
+    """b = 0.5 < φ_2 = 1: after client 2 H is saturated; the trace uses the pools the greedy drew."""
+    objective = subtrunc_objective(HAND_DIST, HAND_LOSSES, lam=0.95, budget=0.5, objective_scale="normalised")
+    pools = []
+    chosen = stochastic_greedy(objective, 3, np.random.default_rng(0), 2, pools)
+    assert [len(p) for p in pools] == [2, 2, 1] and all(e in p for e, p in zip(chosen, pools, strict=True))
+    steps = selection_trace(objective, chosen, pools)
+    after = chosen.tolist().index(2) + 1
+    assert [s["unsaturated"] for s in steps] == [i < after for i in range(3)]
+    assert np.isnan(steps[2]["g_gap"]) and steps[2]["h_range"] == 0.0

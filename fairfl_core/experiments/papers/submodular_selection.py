@@ -1,24 +1,26 @@
 """SubTrunc / UnionFL (Castillo J., Kaya, Ye, Hashemi, "Submodular Maximization Approaches for Equitable
 Client Selection in Federated Learning", arXiv 2408.13683): Tables I–IV on the MNIST and CIFAR-10 columns.
 
-Protocol (§IV): 100 clients with 3 distinct classes each (every class held by 30 clients, equal shards),
+Protocol (§V): 100 clients with 3 distinct classes each (every class held by 30 clients, equal shards),
 κ = 10 clients per round, stochastic greedy with r = 10 candidates per step, LeNet-5, FedAvg local SGD and an
-unweighted average. The paper gives no rounds, local steps, learning rate or batch size: E = 20 steps of
-batch 32, 5 seeds, and K and η by the calibration rule (``submodular_calibration_*``, docs/readings.md):
+unweighted average, b = 1.10, μ = 1, φ = ln(1+x), window 5; λ = 0.95 (MNIST) and 0.50 (CIFAR-10) in Tables I
+and IV. The paper gives no rounds, local steps, learning rate or batch size: E = 20 steps of batch 32, 5
+seeds, and K and η by the package's own calibration rule (``submodular_calibration_*``, docs/readings.md):
 Random alone runs over an η grid; K is chosen first at the default η (0.01 MNIST, 0.02 CIFAR-10), then η,
 so that Random's final accuracy comes within 3 points of the paper's Random (Table I), and the notebook runs
 every table at the calibrated K and η. The short profiles keep their round budget and calibrate η only.
-b = 1.10, μ = 1,
-φ = ln(1+x), window 5; λ = 0.95 (MNIST) and 0.50 (CIFAR-10) in Tables I and IV. Gradients and losses are
-fresh every round. Power-of-Choice draws all d = N clients as candidates (the DivFL reference's
-loss-based mode). G's distances enter raw, as in the paper (``distance_scale="none"``): its marginal gains are
-sums of gradient distances over the 100 clients, against H's at most λ·b ≈ 1, so SubTrunc can pick exactly
-DivFL's clients; Table I's extra row "SubTrunc (λ, distances ÷ their mean)" (``distance_scale="mean"``) shows
-what H does when G is on its scale.
+Gradients and losses are fresh every round. Power-of-Choice draws all d = N clients as candidates (the
+package's choice: the paper gives no d).
+
+G's scale against H (``objective_scale``, docs/readings.md): the default reading :data:`READING` and the
+other one, :data:`ALTERNATIVE`, both run in Table I (SubTrunc's row and a labelled row of the other reading)
+and over the whole λ sweep of Table II; the paper's printed rows are compared with the default reading's.
+The normalised reading (G/Ḡ(∅)) joins Table I at the paper profile.
 
 Offline neither MNIST nor CIFAR-10 is available: both columns then run on the labelled Fashion-MNIST
 stand-in with the same partition (CIFAR-10's LeNet on 1×28×28 inputs). Runs shared between tables (Table I's
-SubTrunc is Table II's λ row and Table IV's ln(1+x) row, its UnionFL Table III's window-5 row) are one run.
+SubTrunc rows are Table II's λ rows and Table IV's ln(1+x) row, its UnionFL Table III's window-5 row) are
+one run.
 """
 
 from __future__ import annotations
@@ -38,10 +40,14 @@ from fairfl_core.experiments.profiles import (
 )
 
 __all__ = [
+    "ALTERNATIVE",
     "CALIBRATION",
     "COLUMNS",
+    "LAMBDAS",
     "QUICK",
+    "READING",
     "TABLES",
+    "reading_of",
     "calibrated_overrides",
     "calibration_rounds",
     "column_of",
@@ -49,15 +55,32 @@ __all__ = [
 ]
 
 PAPER = "submodular_selection"
-SELECTION = {"pool_size": 10}  # r = 10 (§IV); fresh gradients, stochastic greedy, unweighted average
+SELECTION = {"pool_size": 10}  # r = 10 (§V); fresh gradients, stochastic greedy, unweighted average
 LAMBDA = {"MNIST": 0.95, "CIFAR-10": 0.50}
-QUICK = ("submodular_table1_mnist",)
-# §IV's calibration: the candidate K (rounds) and η of each column, the default η first
+QUICK = ("submodular_table1_mnist", "submodular_table2_mnist")
+READING, ALTERNATIVE = "averaged", "literal"  # objective_scale: SubTrunc's default, the other reading run
+LAMBDAS = (0.01, 0.10, 0.25, 0.50, 0.75, 0.95)  # Table II
+QUICK_LAMBDAS = (0.01, 0.95)  # Table II's extremes at quick (2 CPU cores)
+QUICK_ROUNDS = 8  # with 3 seeds and both readings: about 20 minutes on 2 CPU cores
+# the package's calibration: the candidate K (rounds) and η of each column, the default η first
 CALIBRATION = {
     "MNIST": ((50, 100, 150, 200), (0.01, 0.005, 0.02, 0.05)),
     "CIFAR-10": ((100, 200, 300, 400), (0.02, 0.01, 0.05, 0.1)),
 }
 TABLES = ("Table I", "Table II", "Table III", "Table IV")
+
+
+def reading_of(method: Method) -> str:
+    """The ``objective_scale`` reading of a SubTrunc method (its explicit parameter, else the default)."""
+    return method.params.get("objective_scale", READING)
+
+
+def _subtrunc(lam: float, reading: str, paper_row: str | None = None) -> Method:
+    """SubTrunc at λ under ``reading``; only the default reading's rows reproduce a paper row."""
+    params = {**SELECTION, "lam": lam, **({} if reading == READING else {"objective_scale": reading})}
+    return Method(
+        f"SubTrunc (λ={lam}, {reading} G)", "subtrunc", params, paper_row if reading == READING else None
+    )
 
 
 def table_methods(column: str) -> dict[str, tuple[Method, ...]]:
@@ -66,7 +89,7 @@ def table_methods(column: str) -> dict[str, tuple[Method, ...]]:
     divfl = Method(
         "DivFL", "divfl", {"greedy": "stochastic", "grad_mode": "fresh", "weighting": "uniform"}, "DivFL"
     )
-    subtrunc = Method(f"SubTrunc (λ={lam})", "subtrunc", {**SELECTION, "lam": lam}, "SubTrunc")
+    subtrunc = _subtrunc(lam, READING, "SubTrunc")
     unionfl = Method("UnionFL (window=5)", "unionfl", {**SELECTION, "window": 5}, "UnionFL")
     random = Method("Random", "fedavg", {"weighting": "uniform"}, "Random")
     poc = Method(
@@ -75,12 +98,7 @@ def table_methods(column: str) -> dict[str, tuple[Method, ...]]:
         {"d": 100, "sampling": "uniform", "weighting": "uniform"},
         "Power-of-Choice",
     )
-    lambdas = tuple(
-        replace(
-            subtrunc, label=f"SubTrunc (λ={x})", params={**subtrunc.params, "lam": x}, paper_row=f"{x:.2f}"
-        )
-        for x in (0.01, 0.10, 0.25, 0.50, 0.75, 0.95)
-    )
+    lambdas = tuple(_subtrunc(x, r, f"{x:.2f}") for r in (READING, ALTERNATIVE) for x in LAMBDAS)
     windows = tuple(
         replace(
             unionfl, label=f"UnionFL (window={w})", params={**unionfl.params, "window": w}, paper_row=str(w)
@@ -90,24 +108,33 @@ def table_methods(column: str) -> dict[str, tuple[Method, ...]]:
     phis = (
         replace(
             subtrunc,
-            label=f"SubTrunc (λ={lam}, φ=identity)",
+            label=f"SubTrunc (λ={lam}, {READING} G, φ=identity)",
             params={**subtrunc.params, "phi": "identity"},
             paper_row="Identity",
         ),
         replace(subtrunc, paper_row="ln(1+x)"),
     )
-    # control: G's distances divided by their mean, so that H (at most λ·b) weighs against G's gains
-    normalised = Method(
-        f"SubTrunc (λ={lam}, distances ÷ their mean)",
-        "subtrunc",
-        {**subtrunc.params, "distance_scale": "mean"},
-    )
     return {
-        "Table I": (divfl, subtrunc, unionfl, random, poc, normalised),
+        "Table I": (divfl, subtrunc, unionfl, random, poc, _subtrunc(lam, ALTERNATIVE)),
         "Table II": lambdas,
         "Table III": windows,
         "Table IV": phis,
     }
+
+
+def _quick_methods(column: str) -> dict[str, tuple[Method, ...]]:
+    """The methods each table runs at quick: Table I as at paper, Table II at λ ∈ QUICK_LAMBDAS (both
+    readings)."""
+    methods = table_methods(column)
+    return {
+        "Table I": methods["Table I"],
+        "Table II": tuple(m for m in methods["Table II"] if m.params["lam"] in QUICK_LAMBDAS),
+    }
+
+
+def _paper_methods(column: str) -> dict[str, tuple[Method, ...]]:
+    """Table I at the paper profile also runs the normalised reading (G/Ḡ(∅))."""
+    return {"Table I": (*table_methods(column)["Table I"], _subtrunc(LAMBDA[column], "normalised"))}
 
 
 def _data(column: str) -> tuple[tuple[str, ...], str]:
@@ -121,9 +148,11 @@ def _data(column: str) -> tuple[tuple[str, ...], str]:
     return (*stand_in, "model.name=lenet5_cifar10", model, "train.lr=0.02"), what
 
 
-def _profiles(column: str, quick_methods: tuple[Method, ...] | None = None) -> dict[str, Profile]:
+def _profiles(column: str, table: str | None = None) -> dict[str, Profile]:
+    """The three profiles of ``table`` in ``column`` (``table`` None: of the calibration, Random only)."""
     data, what = _data(column)
     rounds = 100 if column == "MNIST" else 200
+    short = _quick_methods(column).get(table) if table else None
     return {
         "smoke": Profile(
             f"CI check: {what}10 samples per class per client, 2 local steps, 2 rounds, 1 seed",
@@ -135,14 +164,16 @@ def _profiles(column: str, quick_methods: tuple[Method, ...] | None = None) -> d
                 "data.partition_options={classes_per_client: 3, samples_per_class: 10}",
                 "train.local_steps=2",
             ),
+            methods=short,
         ),
         "quick": Profile(
-            f"{what}the paper's clients and protocol, 50 of the {rounds} rounds, 1 of 5 seeds",
-            50,
-            (0,),
+            f"{what}the paper's clients and protocol, {QUICK_ROUNDS} of the {rounds} rounds, 3 of 5 seeds"
+            + (f", λ ∈ {{{', '.join(map(str, QUICK_LAMBDAS))}}}" if table == "Table II" else ""),
+            QUICK_ROUNDS,
+            (0, 1, 2),
             5,
             data,
-            methods=quick_methods,
+            methods=short,
         ),
         "paper": Profile(
             f"{what}{rounds} rounds, 5 seeds (K, E, η not given by the paper)",
@@ -150,13 +181,13 @@ def _profiles(column: str, quick_methods: tuple[Method, ...] | None = None) -> d
             (0, 1, 2, 3, 4),
             5,
             (*data, f"train.rounds={rounds}"),
+            methods=_paper_methods(column).get(table) if table else None,
         ),
     }
 
 
 COLUMNS = {"MNIST": "mnist", "CIFAR-10": "cifar10"}
 for _column, _key in COLUMNS.items():
-    _scales = stand_in_profiles(_key, partial(_profiles, _column))
     for _number, (_table, _methods) in enumerate(table_methods(_column).items(), start=1):
         _name = f"submodular_table{_number}_{_key}"
         register_experiment(
@@ -164,7 +195,7 @@ for _column, _key in COLUMNS.items():
                 _name,
                 f"SubTrunc/UnionFL {_table}, {_column} column",
                 "submodular_mnist_lenet.yaml",
-                _scales,
+                stand_in_profiles(_key, partial(_profiles, _column, _table)),
                 _methods,
                 PaperTable(PAPER, _table, {"mnist": "MNIST", "cifar10": "CIFAR-10"}),
             )
@@ -208,8 +239,8 @@ def _calibration(column: str) -> Experiment:
 
     return Experiment(
         f"submodular_calibration_{COLUMNS[column]}",
-        f"SubTrunc/UnionFL calibration (§IV): Random over η ∈ {{{', '.join(f'{x:g}' for x in lrs)}}}, "
-        f"{column} column",
+        f"SubTrunc/UnionFL calibration (the package's rule): Random over "
+        f"η ∈ {{{', '.join(f'{x:g}' for x in lrs)}}}, {column} column",
         "submodular_mnist_lenet.yaml",
         stand_in_profiles(COLUMNS[column], profiles),
         methods,
