@@ -21,8 +21,9 @@ experiments with the same model, data and local training reuse the estimate.
 Prints one line per experiment and a total; ``--json PATH`` writes every figure.
 
 Usage: ``python benchmarks/paper_cost.py [--device cpu] [--rounds 2] [--rows 4] [--only REGEX]
-[--max-round-s 60] [--json out.json [--resume]]`` (``--resume``: keep the experiments the JSON holds, e.g.
-after a time limit stopped a call). An experiment whose dataset is absent (no stand-in) is listed as not
+[--max-round-s 60] [--set engine.client_axis=vmap ...] [--json out.json [--resume]]`` (``--set``: a config
+override applied to every run, as ``fairfl run --set``; ``--resume``: keep the experiments the JSON holds,
+e.g. after a time limit stopped a call). An experiment whose dataset is absent (no stand-in) is listed as not
 measured.
 """
 
@@ -42,6 +43,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import fairfl_core.experiments.papers  # noqa: F401  (registers the experiments)
 from fairfl_core.algorithms import build_algorithm
+from fairfl_core.experiments.config import ExperimentConfig, apply_overrides
 from fairfl_core.experiments.profiles import EXPERIMENTS, experiment_configs
 from fairfl_core.experiments.runner import build_engine, evaluate, resolve_device
 from fairfl_core.models.lstm import LSTMLayer
@@ -155,6 +157,9 @@ def main() -> None:
     parser.add_argument("--max-round-s", type=float, default=60.0, help="estimate slower rounds from steps")
     parser.add_argument("--json", default=None, help="write every figure to this file")
     parser.add_argument("--resume", action="store_true", help="keep the experiments --json already holds")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="override in every run's config"
+    )
     args = parser.parse_args()
     done = {}
     if args.resume and args.json and Path(args.json).is_file():
@@ -173,7 +178,10 @@ def main() -> None:
     for exp in sorted(EXPERIMENTS):
         if args.only and not re.search(args.only, exp):
             continue
-        configs = experiment_configs(exp, "paper")
+        configs = [
+            ExperimentConfig.from_dict(apply_overrides(c.to_dict(), args.set)).validate()
+            for c in experiment_configs(exp, "paper")
+        ]
         cfg = configs[0]
         key = workload_key(cfg)
         if key not in measured and workload_key(cfg, training_only=True) in estimated:

@@ -35,11 +35,12 @@ def test_device_agreement_passes_for_two_cpu_runs():
 @pytest.mark.slow
 def test_paper_cost_projects_an_experiment_alone_and_as_rows(tmp_path):
     path = tmp_path / "cost.json"
-    args = ["--only", "^quickstart$", "--rounds", "1", "--rows", "2", "--json", str(path)]
+    args = ["--only", "^quickstart$", "--rounds", "1", "--rows", "2", "--set", "train.rounds=500"]
+    args += ["--json", str(path)]
     out = _run(sys.executable, "benchmarks/paper_cost.py", *args)
     assert out.returncode == 0, out.stderr
     (row,) = json.loads(path.read_text())["experiments"]
-    assert row["experiment"] == "quickstart" and row["runs"] == 10 and row["rounds"] == 2000
+    assert row["experiment"] == "quickstart" and row["runs"] == 10 and row["rounds"] == 500  # --set
     assert row["s_rows"] > 0 and row["alone_s"] > row["floor_s"] > 0
     assert out.stdout.splitlines()[-1].startswith("paper_cost device=cpu experiments=1 ")
 
