@@ -30,6 +30,7 @@ __all__ = [
     "ClaimBuilder",
     "Paper",
     "get_paper",
+    "paper_dataset",
     "paper_rows",
     "register_paper",
 ]
@@ -42,6 +43,13 @@ ClaimBuilder = Callable[[Experiment, pd.DataFrame], list[Claim]]
 
 def _available(experiment: str) -> str | None:
     return None
+
+
+def paper_dataset(experiment: Experiment) -> str:
+    """The paper's dataset column of ``experiment``: its config's dataset (never a stand-in) as the paper
+    names it (``PaperTable.datasets``), or the dataset's own name where the paper prints no numbers for it."""
+    data = str(experiment.base_config()["data"]["name"])
+    return experiment.paper.datasets.get(data, data) if experiment.paper else data
 
 
 def paper_rows(experiment: Experiment) -> dict[str, str]:
@@ -116,11 +124,13 @@ class Paper:
         return table.assign(experiment=name)[["experiment", *table.columns]]
 
     def _not_run(self, experiment: Experiment, claim: Claim) -> dict:
-        """The row of a claim whose runs are absent: only the verdict on the paper's printed numbers."""
+        """The row of a claim whose runs are absent: only the verdict on the paper's printed numbers, read in
+        the claim's dataset column (default: the experiment's, :func:`paper_dataset`)."""
         rows = {label: row for row, label in paper_rows(experiment).items()}
         values = self.values()
         table = experiment.paper.table if experiment.paper else None
-        hit = values[values["table"] == table] if table else values.iloc[:0]
+        dataset = claim.dataset or paper_dataset(experiment)
+        hit = values[(values["table"] == table) & (values["dataset"] == dataset)] if table else values[:0]
 
         def cell(label: str) -> float | None:
             v = hit[(hit["method"] == rows.get(label)) & (hit["metric"] == claim.metric)]["value"]
@@ -133,7 +143,7 @@ class Paper:
         )
         return {
             "claim": claim.text,
-            "dataset": hit["dataset"].iloc[0] if len(hit) else "",
+            "dataset": dataset,
             "metric": claim.metric,
             "method": claim.method,
             "than": claim.than,

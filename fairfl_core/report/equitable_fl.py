@@ -23,7 +23,7 @@ from fairfl_core import metrics
 from fairfl_core.experiments.papers import equitable_fl as experiments
 from fairfl_core.experiments.profiles import Experiment
 from fairfl_core.experiments.store import RunStore, client_accuracy_key
-from fairfl_core.report.bundle import Paper, register_paper
+from fairfl_core.report.bundle import Paper, paper_dataset, register_paper
 from fairfl_core.report.claims import Claim, seed_outcome
 from fairfl_core.report.results import load_diagnostics
 from fairfl_core.report.tables import aggregate
@@ -270,8 +270,10 @@ def accuracy_claims(datasets) -> list[Claim]:
 def table2_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
     """C1–C9 and C11 of the checklist on Table 2's or Table 3's runs (``with_equitable_metrics``), each with
     its source; C4 (every dataset but FEMNIST) and C5 (FEMNIST only) per dataset; C10 (seed spread) is the
-    ``value_std`` column."""
-    return [*CLAIMS, *accuracy_claims(runs["dataset"])]
+    ``value_std`` column. Without runs (no ``dataset`` column) the datasets are the paper's column of
+    ``experiment``."""
+    datasets = runs["dataset"] if "dataset" in runs else [paper_dataset(experiment)]
+    return [*CLAIMS, *accuracy_claims(datasets)]
 
 
 def ablation_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
