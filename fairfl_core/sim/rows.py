@@ -28,6 +28,7 @@ compete for the CPU's threads and each run's own code is exactly its code alone.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import threading
@@ -340,17 +341,7 @@ class RowsBatcher:
     def attach(self, engine: Engine) -> None:
         """Route ``engine.train`` through the batcher; the engine's other members (``protocol.ClientEngine``)
         run as they are, so the attached engine serves the same interface."""
-
-        def train(
-            clients: np.ndarray,
-            start: torch.Tensor,
-            spec: LocalSpec,
-            seed: int,
-            work: np.ndarray | None = None,
-        ) -> LocalResult:
-            return self.train(engine, clients, start, spec, seed, work)
-
-        engine.train = train  # type: ignore[method-assign]
+        engine.train = functools.partial(self.train, engine)  # type: ignore[method-assign]
 
     def train(
         self,
