@@ -1,4 +1,10 @@
-"""Shared fixtures: a tiny federated dataset in the real in-memory layout (uint8 images, index tensors)."""
+"""Shared fixtures: a tiny federated dataset in the real in-memory layout (uint8 images, index tensors); the
+``--kernel-jitter`` option (``tests/kernel_jitter.py``).
+
+Comparing numbers (``tests/README.md``): exactly only between identical computations; between different ones
+(a batch of one and a batch of many, two engines, two executors, a Flower node and the local engine) at a
+tolerance derived from rounding error with ``tests/rounding.py``, stated in the test.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,15 @@ import torch
 from torch import nn
 
 from fairfl_core.data.federated import FederatedDataset
+from tests.kernel_jitter import _kernel_jitter  # noqa: F401 -- autouse under --kernel-jitter
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--kernel-jitter",
+        action="store_true",
+        help="run each test as on a CPU whose kernels round otherwise for each shape (tests/kernel_jitter.py)",
+    )
 
 
 def tiny_federated(num_clients: int = 6, sizes=None, num_classes: int = 4, seed: int = 0) -> FederatedDataset:

@@ -1,8 +1,10 @@
 """Run one experiment: config → data, model, engine, algorithm → rounds with evaluation, checkpoints, summary.
 
-A complete run is never recomputed (its directory is keyed by the config hash); an interrupted one resumes
-from its last checkpoint and ends with exactly the numbers of an uninterrupted run (all randomness is
-counter-based, see :class:`fairfl_core.sim.context.Simulation`). A non-finite loss or parameter stops the
+A complete run is never recomputed while it stands for its config under this code: its directory is keyed
+by the config hash, and its summary records the numbers version of the code that computed it
+(``fairfl_core/numbers_version.py``; a run of another version is recomputed, with one line saying why). An
+interrupted one resumes from its last checkpoint of this numbers version and ends with exactly the numbers of
+an uninterrupted run (all randomness is counter-based, see :class:`fairfl_core.sim.context.Simulation`). A non-finite loss or parameter stops the
 run and marks it ``diverged`` with the round.
 """
 
@@ -29,6 +31,7 @@ from fairfl_core.data.federated import FederatedDataset
 from fairfl_core.experiments.config import ExperimentConfig, config_hash
 from fairfl_core.experiments.store import RecoveryWarning, RunStore, client_accuracy_key, writable_results_dir
 from fairfl_core.models import build_model
+from fairfl_core.numbers_version import numbers_version
 from fairfl_core.provenance import provenance
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
@@ -46,6 +49,8 @@ __all__ = [
     "resolve_device",
     "run_data",
     "run_experiment",
+    "run_numbers_version",
+    "stale",
 ]
 
 
@@ -213,6 +218,24 @@ def _changed(stored: dict[str, Any] | None, current: dict[str, Any]) -> list[str
     return sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
 
 
+def run_numbers_version(cfg: ExperimentConfig) -> str:
+    """The numbers version of ``cfg``'s run under this code (``fairfl_core/numbers_version.py``)."""
+    return numbers_version(cfg.algorithm.name, cfg.model.name)
+
+
+def stale(summary: dict[str, Any], cfg: ExperimentConfig) -> str | None:
+    """Why a finished run's ``summary`` does not stand for ``cfg`` under this code, or None when it does:
+    another numbers version (or none recorded), or other resolved hyperparameters."""
+    recorded, current = summary.get("numbers_version"), run_numbers_version(cfg)
+    if recorded != current:
+        was = recorded or "not recorded (a run older than numbers versions)"
+        return f"computed by numbers version {was}, this code computes {current}"
+    changed = _changed(summary.get("algorithm_hyper"), resolved_hyper(cfg))
+    if changed:
+        return f"the cached run used other values of {changed} (an algorithm default changed since)"
+    return None
+
+
 def build_engine(
     cfg: ExperimentConfig, device: str | None = None, pools: PoolRegistry | None = None
 ) -> Engine:
@@ -241,13 +264,13 @@ def build_engine(
 
 
 def cached_run(cfg: ExperimentConfig, results_dir: str | Path) -> RunResult | None:
-    """The finished run of ``cfg`` under ``results_dir``, or None: not run, unfinished, or run with other
-    resolved hyperparameters (an algorithm default changed since; ``run_experiment`` recomputes it)."""
+    """The finished run of ``cfg`` under ``results_dir``, or None: not run, unfinished, or :func:`stale`
+    (another numbers version, other resolved hyperparameters; ``run_experiment`` recomputes it)."""
     store = RunStore(Path(results_dir) / config_hash(cfg))
     if not store.is_done():
         return None
     cached = store.summary()
-    if cached is None or _changed(cached.get("algorithm_hyper"), resolved_hyper(cfg)):
+    if cached is None or stale(cached, cfg):
         return None
     return RunResult(store.path, cached)
 
@@ -267,19 +290,14 @@ def run_experiment(
     parse_device(device or cfg.engine.device)
     store = RunStore(writable_results_dir(results_dir) / config_hash(cfg))
     store.open(cfg.to_dict())
-    hyper = resolved_hyper(cfg)
+    hyper, version = resolved_hyper(cfg), run_numbers_version(cfg)
     if resume and store.is_done():
         cached = store.summary()  # None (with a warning) when corrupt: recomputed
-        changed = [] if cached is None else _changed(cached.get("algorithm_hyper"), hyper)
-        if cached is not None and not changed:
+        why = None if cached is None else stale(cached, cfg)
+        if cached is not None and why is None:
             return RunResult(store.path, cached)
-        if changed:
-            warnings.warn(
-                f"{store.path}: the cached run used other values of {changed} (an algorithm default changed "
-                "since); recomputing it",
-                RecoveryWarning,
-                stacklevel=2,
-            )
+        if why is not None:
+            store.retire_summary(f"{store.path}: {why}")
         resume = False
     engine = build_engine(cfg, device, pools=None if rows is None else rows.pools)
     if rows is not None:
@@ -304,7 +322,7 @@ def run_experiment(
         )
         return False
 
-    ck = store.load_checkpoint(dev, continues) if resume else None
+    ck = store.load_checkpoint(dev, version, continues) if resume else None
     if ck is not None:
         start = ck[0]  # ``continues`` loaded its state
         store.truncate(start)
@@ -349,7 +367,7 @@ def run_experiment(
             if status == "diverged":
                 break
         if (t + 1) % cfg.checkpoint_every == 0 and t + 1 < rounds:
-            store.save_checkpoint(t + 1, algo.state_dict())
+            store.save_checkpoint(t + 1, algo.state_dict(), version)
     bar.close()
 
     evals = store.records("evals")
@@ -366,12 +384,13 @@ def run_experiment(
         "seed": cfg.seed,
         "rounds": final["round"],
         "hash": store.path.name,
+        "numbers_version": version,
         "seconds_per_round": float(np.mean([r["seconds"] for r in store.records("rounds")] or [0.0])),
         "device": str(dev),
         "provenance": provenance(),
         "data_files": data.meta["dataset_meta"].get("data_files", []),
         **eval_summary(final, sim.groups),
     }
-    store.save_checkpoint(final["round"], algo.state_dict())
+    store.save_checkpoint(final["round"], algo.state_dict(), version)
     store.finish(summary)
     return RunResult(store.path, summary)

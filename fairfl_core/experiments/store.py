@@ -8,7 +8,8 @@ Layout of ``<results_dir>/<config hash>/``::
                     and loss vectors (and personalised ones), wall time
     checkpoint.pt   algorithm state after the last checkpointed round
     checkpoint.prev.pt  the checkpoint before it, while the run is under way (removed when it finishes)
-    summary.json    written last: status (complete | diverged), final fairness metrics, timings
+    summary.json    written last: status (complete | diverged), final fairness metrics, timings, the
+                    numbers version (``fairfl_core/numbers_version.py``)
 
 JSON Lines are append-friendly; :func:`load_evals` turns them into columns (a DataFrame).
 
@@ -20,6 +21,9 @@ values, so a resumed run continues bit for bit.
 A file that cannot be read (a truncated or foreign checkpoint, a corrupt ``summary.json``, ``config.json`` or
 a JSON Lines file with a corrupt line before its last) is moved aside to ``<name>.corrupt-<n>``, never
 deleted, with a :class:`RecoveryWarning`; the run then resumes from the previous checkpoint, or recomputes.
+A summary that no longer stands for the config under this code (another numbers version, another resolved
+hyperparameter) is moved aside to ``summary.json.stale-<n>`` by :meth:`RunStore.retire_summary`, and a
+checkpoint of another numbers version is not resumed.
 """
 
 from __future__ import annotations
@@ -128,10 +132,15 @@ class RunStore:
         if problem:
             self._set_aside(self.path / "summary.json", problem, "recomputing it from the last checkpoint")
 
-    def _set_aside(self, f: Path, problem: str, then: str) -> Path:
-        """Rename ``f`` to ``<name>.corrupt-<n>`` (the first free n); warn with ``problem`` and ``then``."""
+    def retire_summary(self, why: str) -> None:
+        """Move a finished run's summary aside (``summary.json.stale-<n>``), warning with ``why``: the run is
+        recomputed, and resumes from its own checkpoints if interrupted."""
+        self._set_aside(self.path / "summary.json", why, "recomputing the run", tag="stale")
+
+    def _set_aside(self, f: Path, problem: str, then: str, tag: str = "corrupt") -> Path:
+        """Rename ``f`` to ``<name>.<tag>-<n>`` (the first free n); warn with ``problem`` and ``then``."""
         n = 1
-        while (aside := f.with_name(f"{f.name}.corrupt-{n}")).exists():
+        while (aside := f.with_name(f"{f.name}.{tag}-{n}")).exists():
             n += 1
         os.replace(f, aside)
         warnings.warn(f"{problem}; moved to {aside.name}, {then}", RecoveryWarning, stacklevel=3)
@@ -154,10 +163,11 @@ class RunStore:
             keep = [r for r in records if r["round"] <= last_round]
             atomic_write_text(f, "".join(json.dumps(r) + "\n" for r in keep))
 
-    def save_checkpoint(self, round_: int, state: dict[str, Any]) -> None:
-        """Write the checkpoint of ``round_`` atomically; the one it replaces becomes ``checkpoint.prev.pt``
-        (a crash between the two renames leaves that one to resume from)."""
-        payload = {"round": round_, "state": _encode(state, "state")}
+    def save_checkpoint(self, round_: int, state: dict[str, Any], numbers_version: str) -> None:
+        """Write the checkpoint of ``round_``, computed by ``numbers_version``, atomically; the one it
+        replaces becomes ``checkpoint.prev.pt`` (a crash between the two renames leaves that one to resume
+        from)."""
+        payload = {"round": round_, "state": _encode(state, "state"), "numbers_version": numbers_version}
         fd, tmp = tempfile.mkstemp(dir=self.path, prefix=".checkpoint.")
         with os.fdopen(fd, "wb") as f:
             torch.save(payload, f)
@@ -169,11 +179,15 @@ class RunStore:
         os.replace(tmp, current)
 
     def load_checkpoint(
-        self, device: torch.device, usable: Callable[[int, dict[str, Any]], bool] | None = None
+        self,
+        device: torch.device,
+        numbers_version: str,
+        usable: Callable[[int, dict[str, Any]], bool] | None = None,
     ) -> tuple[int, dict[str, Any]] | None:
-        """(round, state) of the newest readable checkpoint that ``usable`` accepts, or None. An unreadable
-        one (truncated, not a checkpoint, or holding objects other than tensors and plain data) is moved
-        aside with a warning; one ``usable`` refuses is left as it is."""
+        """(round, state) of the newest readable checkpoint of ``numbers_version`` that ``usable`` accepts,
+        or None. An unreadable one (truncated, not a checkpoint, or holding objects other than tensors and
+        plain data) is moved aside with a warning; one of another numbers version is skipped with a warning,
+        and one ``usable`` refuses is left as it is."""
         for name in CHECKPOINTS:
             f = self.path / name
             if not f.exists():
@@ -181,8 +195,17 @@ class RunStore:
             ck, problem = _load_checkpoint(f, device)
             if ck is None:
                 self._set_aside(f, problem, "resuming from an older checkpoint, or from round 0")
-            elif usable is None or usable(*ck):
-                return ck
+                continue
+            round_, state, version = ck
+            if version != numbers_version:
+                warnings.warn(
+                    f"{f}: the checkpoint of round {round_} was computed by numbers version "
+                    f"{version or 'not recorded'}, this code computes {numbers_version}; not resumed",
+                    RecoveryWarning,
+                    stacklevel=2,
+                )
+            elif usable is None or usable(round_, state):
+                return round_, state
         return None
 
     def finish(self, summary: dict[str, Any]) -> None:
@@ -230,8 +253,11 @@ def _read_jsonl(f: Path) -> tuple[list[dict[str, Any]], str | None]:
     return out, None
 
 
-def _load_checkpoint(f: Path, device: torch.device) -> tuple[tuple[int, dict[str, Any]] | None, str]:
-    """((round, state), "") or (None, why ``f`` cannot be used). Only tensors and plain data are loaded."""
+def _load_checkpoint(
+    f: Path, device: torch.device
+) -> tuple[tuple[int, dict[str, Any], str | None] | None, str]:
+    """((round, state, numbers version or None), "") or (None, why ``f`` cannot be used). Only tensors and
+    plain data are loaded."""
     try:
         with warnings.catch_warnings():  # torch warns about the pickle protocol of files it did not write
             warnings.simplefilter("ignore", UserWarning)
@@ -246,7 +272,7 @@ def _load_checkpoint(f: Path, device: torch.device) -> tuple[tuple[int, dict[str
         return None, f"{f} is not a readable checkpoint ({_first_line(exc)})"
     if not (isinstance(ck, dict) and isinstance(ck.get("round"), int) and isinstance(ck.get("state"), dict)):
         return None, f"{f} is not a fairfl checkpoint (expected {{'round': int, 'state': dict}})"
-    return (ck["round"], _decode(ck["state"])), ""
+    return (ck["round"], _decode(ck["state"]), ck.get("numbers_version")), ""
 
 
 def _encode(x: Any, where: str) -> Any:

