@@ -20,7 +20,7 @@ def pytest_addoption(parser):
     parser.addoption(
         "--kernel-jitter",
         action="store_true",
-        help="run each test as on a CPU whose kernels round otherwise for each shape (tests/kernel_jitter.py)",
+        help="run each test as on a CPU whose kernels round otherwise per shape (tests/kernel_jitter.py)",
     )
 
 

@@ -4,8 +4,8 @@ A complete run is never recomputed while it stands for its config under this cod
 by the config hash, and its summary records the numbers version of the code that computed it
 (``fairfl_core/numbers_version.py``; a run of another version is recomputed, with one line saying why). An
 interrupted one resumes from its last checkpoint of this numbers version and ends with exactly the numbers of
-an uninterrupted run (all randomness is counter-based, see :class:`fairfl_core.sim.context.Simulation`). A non-finite loss or parameter stops the
-run and marks it ``diverged`` with the round.
+an uninterrupted run (all randomness is counter-based, see :class:`fairfl_core.sim.context.Simulation`). A
+non-finite loss or parameter stops the run and marks it ``diverged`` with the round.
 """
 
 from __future__ import annotations
