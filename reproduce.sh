@@ -68,10 +68,10 @@ for notebook in notebooks/*.ipynb; do
   fi
   out="$reports/$name"
   mkdir -p "$out"
-  rm -f "$out/status.json"
+  rm -f "$out/status.json" "$out/runs.jsonl"
   echo "reproduce.sh: [$profile] $file -> $out/"
   start=$(date +%s)
-  if .venv/bin/papermill "$notebook" "$out/$file.ipynb" --cwd notebooks -k python3 \
+  if FAIRFL_RUN_LEDGER="$PWD/$out/runs.jsonl" .venv/bin/papermill "$notebook" "$out/$file.ipynb" --cwd notebooks -k python3 \
       -p profile "$profile" -p results_dir "../results/$profile" -p output_dir "../$out" -p device "$device" "${pool[@]}" "${params[@]}" \
       >"$out/papermill.log" 2>&1; then
     status=ok

@@ -10,7 +10,8 @@ sees every aten operation after autograd and ``vmap`` have lowered it (so with i
 in forward and backward), also in the threads a test starts. It multiplies the floating-point outputs of the
 reductions (matrix products, sums, convolutions, softmax, norms, ...) by ``1 + s·eps`` with
 ``s ∈ {-2, -1, 1, 2}`` chosen by a hash of the operation and of its inputs' shapes: a change of a few units in
-the last place, as a different kernel's summation order gives. Identical computations (same operations,
+the last place, as a different kernel's summation order gives. Integer values are left as they are (any
+order sums counts and masks exactly). Identical computations (same operations,
 same shapes) are perturbed identically and still agree bit for bit; a batch of one and a batch of many are
 perturbed differently, so an exact comparison between them fails, while a comparison at a tolerance derived
 from rounding error (``tests/rounding.py``) passes. ``tests/test_kernel_jitter.py`` shows both.
@@ -77,12 +78,16 @@ class KernelJitter(TorchDispatchMode):
 
 
 def _scaled(t: torch.Tensor, s: int) -> torch.Tensor:
-    return t * (1 + s * torch.finfo(t.dtype).eps) if t.is_floating_point() else t
+    """``t`` with its non-integer values moved by ``s`` ulps (relative); integers (sums of counts, masks,
+    zeros) stay: any summation order gives them exactly."""
+    if not t.is_floating_point() or t.layout != torch.strided:  # sparse results: left as they are
+        return t
+    return torch.where(t == t.round(), t, t * (1 + s * torch.finfo(t.dtype).eps))
 
 
 def _scale_(t: torch.Tensor, s: int) -> None:
     if t.is_floating_point():
-        t.mul_(1 + s * torch.finfo(t.dtype).eps)
+        t.copy_(_scaled(t, s))
 
 
 @pytest.fixture(autouse=True)

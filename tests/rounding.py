@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-__all__ = ["assert_close", "gamma", "reduction_tolerance", "unit_roundoff"]
+__all__ = ["assert_close", "assert_close_records", "gamma", "reduction_tolerance", "unit_roundoff"]
 
 
 def unit_roundoff(dtype: torch.dtype = torch.float64) -> float:
@@ -44,18 +44,27 @@ def reduction_tolerance(dtype: torch.dtype = torch.float64, *, terms: int, depth
     return depth * 2 * gamma(terms, dtype)
 
 
-def assert_close(actual, expected, *, terms: int, depth: int = 1, scale: float | None = None, what: str = ""):
+def assert_close(
+    actual,
+    expected,
+    *,
+    terms: int,
+    depth: int = 1,
+    scale: float | None = None,
+    dtype: torch.dtype | None = None,
+    what: str = "",
+):
     """``|actual − expected| ≤ reduction_tolerance(terms, depth) · scale`` everywhere (NaN matching NaN).
 
     ``scale``: the magnitude of the summed terms, Σ|x_i| in the bound; default the largest ``|expected|``
-    (at least 1e-300), which is right when the terms do not cancel; pass it where they do. The dtype is the
-    coarser of the two inputs'.
+    (at least 1e-300), which is right when the terms do not cancel; pass it where they do. ``dtype``: the
+    precision the values were computed in (default: the coarser of the two inputs').
     """
     a, b = _tensor(actual), _tensor(expected)
     if a.shape != b.shape:
         raise AssertionError(f"{what or 'values'}: shapes differ, {tuple(a.shape)} and {tuple(b.shape)}")
     floats = [t.dtype for t in (a, b) if t.is_floating_point()] or [torch.float64]
-    dtype = max(floats, key=lambda d: torch.finfo(d).eps)
+    dtype = dtype or max(floats, key=lambda d: torch.finfo(d).eps)
     a, b = a.double(), b.double()
     nan_a, nan_b = a.isnan(), b.isnan()
     if not torch.equal(nan_a, nan_b):
@@ -75,6 +84,35 @@ def assert_close(actual, expected, *, terms: int, depth: int = 1, scale: float |
             f"{what or 'values'} differ by {worst:.3e}, beyond the rounding bound {tol:.3e} "
             f"({depth} reduction(s) of {terms} terms in {dtype}, scale {scale:.3e})"
         )
+
+
+def assert_close_records(a, b, *, terms: int, depth: int = 1, what: str = "records") -> None:
+    """Two nests of dicts and lists (run records, summaries) with the same keys and structure: every float or
+    list of numbers compared by :func:`assert_close`, everything else (ints, strings, None) exactly."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), f"{what}: keys differ, {sorted(a)} and {sorted(b)}"
+        for k in a:
+            assert_close_records(a[k], b[k], terms=terms, depth=depth, what=f"{what}[{k!r}]")
+    elif _numeric(a) and _numeric(b) and (isinstance(a, float) or isinstance(b, float) or _has_float(a)):
+        assert_close(a, b, terms=terms, depth=depth, what=what)
+    elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        assert len(a) == len(b), f"{what}: lengths differ, {len(a)} and {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_close_records(x, y, terms=terms, depth=depth, what=f"{what}[{i}]")
+    else:
+        assert a == b, f"{what}: {a!r} != {b!r}"
+
+
+def _numeric(x) -> bool:
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, (int, float)):
+        return True
+    return isinstance(x, (list, tuple)) and len(x) > 0 and all(_numeric(v) for v in x)
+
+
+def _has_float(x) -> bool:
+    return isinstance(x, float) or (isinstance(x, (list, tuple)) and any(_has_float(v) for v in x))
 
 
 def _tensor(x) -> torch.Tensor:

@@ -58,6 +58,7 @@ def publish(reports_dir: str | Path, dest: str | Path) -> list[str]:
                     "ran": ran.strftime("%Y-%m-%d %H:%M UTC"),
                     "commit": "not recorded",
                     **status,
+                    "runs": runs_provenance(folder / "runs.jsonl"),
                 },
                 indent=1,
             )
@@ -68,6 +69,46 @@ def publish(reports_dir: str | Path, dest: str | Path) -> list[str]:
         (dest / "README.md").write_text(markdown_index(dest))
         write_index(dest)
     return published
+
+
+def runs_provenance(ledger: Path) -> list[dict] | None:
+    """The distinct runs a notebook's tables were read from (``reproduce.sh``'s ``runs.jsonl``, written by
+    ``load_runs``): hash, algorithm, model, numbers version and commit each; None without a ledger."""
+    if not ledger.exists():
+        return None
+    runs = {}
+    for line in ledger.read_text().splitlines():
+        record = json.loads(line)
+        runs[record["hash"]] = record
+    return [runs[h] for h in sorted(runs)]
+
+
+def runs_header(runs: list[dict] | None) -> str:
+    """One line on the code that computed a page's runs: their numbers versions and commits, and how many were
+    computed by another numbers version than this code's (``fairfl_core/numbers_version.py``)."""
+    if runs is None:
+        return (
+            "Numbers version not recorded: these runs predate numbers versions, so this page may not be what "
+            "this code computes; rerun the notebook to check."
+        )
+    from fairfl_core.numbers_version import numbers_version
+
+    def current(run: dict) -> str | None:
+        try:
+            return numbers_version(run["algorithm"], run["model"])
+        except (KeyError, ValueError):
+            return None
+
+    behind = [r for r in runs if r.get("numbers_version") != current(r)]
+    versions = ", ".join(sorted({str(r.get("numbers_version")) for r in runs}))
+    commits = sorted({str(r.get("commit")) for r in runs})
+    line = f"{len(runs)} runs, numbers version(s) {versions}, computed by commit(s) {', '.join(commits)}"
+    if behind:
+        return (
+            f"{line}. **{len(behind)} of them were computed by another numbers version than this code's**: "
+            "rerun the notebook to refresh them."
+        )
+    return f"{line}: this code's numbers versions."
 
 
 def _headline(nb: NotebookFolder) -> str:
@@ -107,7 +148,8 @@ def markdown_index(dest: str | Path) -> str:
         ran = f"ran {meta['ran']} in {meta.get('seconds', '?')} s" if "ran" in meta else "run date unknown"
         where = f", commit {meta['commit']}" if "commit" in meta else ""
         params = f", parameters set: `{meta['set']}`" if meta.get("set") else ""  # reproduce.sh --set
-        lines += [f"## {folder.name}", "", f"_{ran}{where}{params}._ {_headline(nb)}", ""]
+        runs = runs_header(meta.get("runs"))
+        lines += [f"## {folder.name}", "", f"_{ran}{where}{params}._ {runs}", "", _headline(nb), ""]
         for csv, table in nb.main.items():
             md = csv.with_suffix(".md")
             lines.append(f"### [{csv.stem}]({folder.name}/{md.name}) ([CSV]({folder.name}/{csv.name}))")

@@ -4,7 +4,9 @@ tidy DataFrames: one row per run, per evaluation (learning curves) or per client
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -114,7 +116,32 @@ def load_runs(results_dir: str | Path, configs: Iterable[ExperimentConfig] | Non
                 f"{len(missing)} run(s) not finished under {results_dir}: {missing}; "
                 "run them first (run_sweep(configs, results_dir) or `fairfl sweep`)"
             )
-    return pd.DataFrame([_run_row(*p) for p in paths])
+    rows = pd.DataFrame([_run_row(*p) for p in paths])
+    _record_in_ledger(rows)
+    return rows
+
+
+LEDGER = "FAIRFL_RUN_LEDGER"
+
+
+def _record_in_ledger(rows: pd.DataFrame) -> None:
+    """Append each run's hash, algorithm, model, numbers version and commit to the file named by
+    ``$FAIRFL_RUN_LEDGER``, if set: ``reproduce.sh`` sets it per notebook, so that a published page can say
+    which code computed its runs (``report/publish.py``)."""
+    ledger = os.environ.get(LEDGER)
+    if not ledger:
+        return
+    with open(ledger, "a") as f:
+        for _, row in rows.iterrows():
+            provenance, version = row.get("provenance"), row.get("numbers_version")
+            record = {
+                "hash": row["hash"],
+                "algorithm": row["algorithm"],
+                "model": row.get("config.model.name"),
+                "numbers_version": version if isinstance(version, str) else None,
+                "commit": provenance.get("git_commit") if isinstance(provenance, dict) else None,
+            }
+            f.write(json.dumps(record) + "\n")
 
 
 def _accuracy_key(run, rec: dict[str, Any]) -> str:

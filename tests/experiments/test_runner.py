@@ -14,6 +14,7 @@ from fairfl_core.report.results import load_runs
 from tests.algorithms.conftest import run_rounds, tiny_sim
 from tests.algorithms.test_contracts import CASES
 from tests.experiments.conftest import digits_config
+from tests.rounding import assert_close
 
 
 def test_run_writes_records_and_summary(cfg, tmp_path):
@@ -200,10 +201,13 @@ def test_process_pool_executor_gives_the_inline_numbers(tmp_path):
     pooled = run_sweep(configs, tmp_path / "pool", executor="process", workers=2, progress=False)
     inline = run_sweep(configs, tmp_path / "inline", progress=False)
     assert [o.status for o in pooled] == ["complete", "complete"]
+    # a pool worker runs with its own thread count, whose kernels may sum in another order: the rounding
+    # bound of tests/rounding.py (float32; digits: sums of at most 1,437 samples, 7 reductions a local step
+    # for 2 rounds of 3 steps, and an evaluation)
     for a, b in zip(pooled, inline, strict=True):
-        assert (
-            a.result.summary["mean"] == b.result.summary["mean"] and a.result.path.name == b.result.path.name
-        )
+        assert a.result.path.name == b.result.path.name
+        mean_a, mean_b = a.result.summary["mean"], b.result.summary["mean"]
+        assert_close(mean_a, mean_b, terms=1437, depth=7 * 7, dtype=torch.float32)
 
 
 def _same(a, b) -> bool:

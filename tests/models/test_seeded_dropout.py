@@ -16,6 +16,7 @@ from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
 from fairfl_core.sim.local import LocalSpec
 from tests.conftest import tiny_federated
+from tests.rounding import assert_close
 
 
 class DropoutNet(nn.Module):
@@ -71,7 +72,10 @@ def test_a_clients_masks_do_not_depend_on_the_other_rows_or_the_global_generator
     together = _train("batched", "vmap")
     torch.manual_seed(456)
     first_alone = _train("batched", "vmap", clients=(0,))
-    assert torch.equal(together[0], first_alone[0])
+    # a client alone and in a batch of three: another computation, at the rounding bound of tests/rounding.py
+    # (sums over the tiny fixture's at most 117 samples, 7 reductions a step for 3 steps); other masks would
+    # move the parameters by about lr × gradient, far beyond it
+    assert_close(together[0], first_alone[0], terms=117, depth=7 * 3, what="client 0")
     assert not torch.equal(_train("batched", "vmap", seed=6)[0], together[0])  # the seed does matter
 
 

@@ -85,3 +85,42 @@ def test_the_readme_names_the_parameters_a_notebook_ran_with(tmp_path):
 def test_publish_names_a_missing_reports_folder(tmp_path):
     with pytest.raises(FileNotFoundError, match="run ./reproduce.sh first"):
         publish(tmp_path / "reports" / "paper", tmp_path / "published" / "paper")
+
+
+def test_a_page_says_which_numbers_versions_computed_its_runs(tmp_path):
+    """reproduce.sh's ledger (load_runs under $FAIRFL_RUN_LEDGER) reaches published.json and the page's
+    header, which says when runs were computed by another numbers version than this code's, or none was
+    recorded."""
+    reports, dest = tmp_path / "reports" / "quick", tmp_path / "published" / "quick"
+    _notebook(reports / "fedeba_plus", "ok")
+    _notebook(reports / "afga", "ok")
+    _notebook(reports / "gifair_fl", "ok")
+    current = {"algorithm": "fedavg", "model": "mlp", "numbers_version": "c1.a1.m1", "commit": "abc1234"}
+    older = {**current, "numbers_version": "c0.a1.m1"}
+    lines = [{"hash": "h1", **current}, {"hash": "h1", **current}, {"hash": "h2", **current}]
+    (reports / "fedeba_plus" / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    (reports / "afga" / "runs.jsonl").write_text(json.dumps({"hash": "h3", **older}) + "\n")
+    publish(reports, dest)
+    meta = json.loads((dest / "fedeba_plus" / "published.json").read_text())
+    assert [r["hash"] for r in meta["runs"]] == ["h1", "h2"]  # each run once
+    readme = (dest / "README.md").read_text()
+    sections = {s.split("\n", 1)[0]: s for s in readme.split("## ")[1:]}
+    assert "2 runs, numbers version(s) c1.a1.m1, computed by commit(s) abc1234: this code's" in sections[
+        "fedeba_plus"
+    ]
+    assert "**1 of them were computed by another numbers version than this code's**" in sections["afga"]
+    assert "Numbers version not recorded" in sections["gifair_fl"]
+
+
+def test_load_runs_writes_the_ledger(tmp_path, monkeypatch):
+    from fairfl_core.experiments.runner import run_experiment
+    from fairfl_core.report.results import LEDGER, load_runs
+    from tests.experiments.conftest import digits_config
+
+    cfg = digits_config(rounds=1)
+    run_experiment(cfg, tmp_path / "r", progress=False)
+    monkeypatch.setenv(LEDGER, str(tmp_path / "runs.jsonl"))
+    load_runs(tmp_path / "r", [cfg])
+    (record,) = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert record["algorithm"] == "fedavg" and record["model"] == "mlp"
+    assert record["numbers_version"] == "c1.a1.m1" and "commit" in record

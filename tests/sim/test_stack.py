@@ -13,6 +13,7 @@ from fairfl_core.sim.engine import Engine
 from fairfl_core.sim.local import LocalSpec, StepTerm, masked_mean_loss
 from fairfl_core.sim.statistics import ActivationMean, StepLosses
 from tests.conftest import tiny_federated
+from tests.rounding import assert_close
 
 FORMS = [("batched", "bmm"), ("batched", "vmap"), ("batched", "loop"), ("sequential", "auto")]
 
@@ -195,7 +196,9 @@ def test_statistics_follow_their_rows_through_faults_and_chunks():
     spec = LocalSpec(lr=0.1, batch_size=5, steps=3, statistics=(StepLosses(),))
     whole = _engine().train(CLIENTS, _engine().init_params(), spec, seed=1)
     chunked = _engine(chunk_size=2).train(CLIENTS, _engine().init_params(), spec, seed=1)
-    assert torch.equal(whole.stats["step_losses"], chunked.stats["step_losses"])
+    # chunks of 2 and 1 against one batch of 3: another computation, at the rounding bound of
+    # tests/rounding.py (the tiny fixture's sums of at most 117 samples, 7 reductions a step for 3 steps)
+    assert_close(whole.stats["step_losses"], chunked.stats["step_losses"], terms=117, depth=7 * 3)
     kept = whole.rows(torch.tensor([2, 0]))
     assert torch.equal(kept.stats["step_losses"], whole.stats["step_losses"][[2, 0]])
 
