@@ -49,6 +49,10 @@ case "$profile" in
   *) echo "reproduce.sh: --profile must be smoke, quick or paper (got '$profile')" >&2; exit 2 ;;
 esac
 
+if [ "$publish" = 1 ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+  echo "reproduce.sh: --publish needs a tree without uncommitted changes (git status): commit them first, or run without --publish" >&2
+  exit 2
+fi
 start_all=$(date +%s)
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && commit="$commit (with uncommitted changes)"

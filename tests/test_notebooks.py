@@ -2,6 +2,7 @@
 
 import ast
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -66,6 +67,21 @@ def test_reproduce_sh_rejects_bad_arguments_before_doing_anything():
     assert bad_set.returncode == 2 and "--set needs NAME=VALUE" in bad_set.stderr
     usage = _reproduce("--help")
     assert usage.returncode == 0 and "--profile" in usage.stdout
+
+
+def test_reproduce_sh_refuses_to_publish_from_a_tree_with_uncommitted_changes(tmp_path):
+    shutil.copy(ROOT / "reproduce.sh", tmp_path / "reproduce.sh")
+    (tmp_path / "tracked.txt").write_text("a")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    (tmp_path / "tracked.txt").write_text("b")
+    done = subprocess.run(
+        ["bash", str(tmp_path / "reproduce.sh"), "--publish"], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 2 and "--publish needs a tree without uncommitted changes" in done.stderr
+    assert not (tmp_path / "reports").exists()  # refused before anything ran
 
 
 def test_no_notebook_types_a_number_the_paper_results_hold():

@@ -5,13 +5,17 @@ number, or the paper's printed value (``than=PAPER``). :func:`check_claims` show
 both numbers, their difference, its standard error and the outcome, and whether the claim also holds in the
 paper's numbers.
 
-The outcome is seed-aware (:func:`seed_outcome`): the difference of the seed means d = x̄_a − x̄_b has the
-standard error SE = √(s_a²/n_a + s_b²/n_b) (s the std over the n seeds; a number or the paper's printed value
-is exact and adds nothing). The claim's margin m (−d for ``<``/``<=``, d for ``>``/``>=``, tolerance − |d|
-for ``≈``) is compared with the noise band z·SE, z = :data:`Z` = 2 (about 95% two-sided under a normal
-approximation): m > z·SE **holds**, m < −z·SE **fails**, otherwise **within noise**. With one seed on a side
-there is no SE: the band is 0 and the sign of m decides (``basis`` says so). A margin of exactly 0 with no
-band is the predicate's own boundary: ``<=``, ``>=`` and ``≈`` hold there, ``<`` and ``>`` fail.
+The outcome is decided on seeds (:func:`seed_outcome`). A verdict needs at least :data:`MIN_SEEDS` = 3 seeds
+on each side that has seeds; with fewer the claim is **not decided** (and counted neither as holding nor as
+failing). With enough seeds, the difference of the seed means d = x̄_a − x̄_b has the standard error
+SE = √(s_a²/n_a + s_b²/n_b) (s the std over the n seeds; a number or the paper's printed value is exact and
+adds nothing) and Welch–Satterthwaite's degrees of freedom ν = SE⁴ / Σ (s²/n)² / (n − 1). The claim's
+margin m (−d for ``<``/``<=``, d for ``>``/``>=``, tolerance − |d| for ``≈``) is compared with the band
+t·SE, t the 97.5 % quantile of Student's t with ν degrees of freedom (:data:`CONFIDENCE` = 95 % two-sided):
+m > t·SE **holds**, m < −t·SE **fails**, otherwise **within noise**. Two exact sides (the paper's printed
+numbers, a deterministic toy computation) have no band: the sign of m decides, and a margin of exactly 0 is
+the predicate's own boundary (``<=``, ``>=`` and ``≈`` hold there, ``<`` and ``>`` fail). Seeds whose
+values are all equal (SE = 0 with enough seeds) are decided by the sign too.
 """
 
 from __future__ import annotations
@@ -22,13 +26,28 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import pandas as pd
+from scipy.stats import t as student_t
 
 from fairfl_core.report.paper import paper_cell
 
-__all__ = ["OPS", "PAPER", "Z", "Claim", "Outcome", "check_claims", "exact_results", "seed_outcome"]
+__all__ = [
+    "CONFIDENCE",
+    "MIN_SEEDS",
+    "NOT_DECIDED",
+    "OPS",
+    "PAPER",
+    "Claim",
+    "Outcome",
+    "check_claims",
+    "exact_results",
+    "seed_outcome",
+    "welch",
+]
 
 PAPER = "paper"  # `than` sentinel: the paper's value for the same method, metric and dataset
-Z = 2.0  # noise band: |margin| <= Z * SE is "within noise"
+MIN_SEEDS = 3  # seeds a side needs for a verdict
+CONFIDENCE = 0.95  # two-sided confidence of the band t·SE
+NOT_DECIDED = "not decided"
 
 # the claim's margin (positive: the predicate holds) from (difference = value - reference, tolerance)
 OPS: dict[str, Callable[[float, float], float]] = {
@@ -42,31 +61,62 @@ INCLUSIVE = ("<=", ">=", "≈")  # hold at a margin of exactly 0
 
 
 class Outcome(NamedTuple):
-    """``result`` (holds | within noise | fails), the ``difference`` of the means and its standard error
-    ``se`` (NaN: a side has one seed)."""
+    """``result`` (holds | within noise | fails | not decided), the ``difference`` of the means, its
+    standard error ``se`` (NaN without enough seeds or between exact numbers), Welch's degrees of freedom
+    ``df`` and the ``basis`` of the verdict in words (e.g. ``t(3.9)·SE, 95%``, ``sign (exact numbers)``,
+    ``not decided (2 seeds)``)."""
 
     result: str
     difference: float
     se: float
+    df: float = math.nan
+    basis: str = ""
 
 
-Side = tuple[float, float, int] | float  # (mean, std, seeds) over seeds, or an exact number
+Side = (
+    tuple[float, float, float] | float
+)  # (mean, std, seeds) over seeds (seeds ∞: exact), or an exact number
 
 
-def seed_outcome(op: str, value: Side, reference: Side, tolerance: float = 0.0, z: float = Z) -> Outcome:
-    """The outcome of ``value op reference`` (see the module docstring for the rule). Each side is a
-    (mean, std, seeds) triple over seeds, or a plain number that is exact (a constant, a paper value)."""
-    sides = [s if isinstance(s, tuple) else (float(s), 0.0, math.inf) for s in (value, reference)]
+def welch(sides: list[tuple[float, float, float]]) -> tuple[float, float]:
+    """(SE, ν) of the difference of the means of ``sides`` (mean, std, n): SE = √Σ s²/n and
+    Welch–Satterthwaite's ν = SE⁴ / Σ (s²/n)²/(n − 1); exact sides (n = ∞) add nothing. ν is NaN when
+    SE = 0."""
+    parts = [(std**2 / n, n) for _, std, n in sides if math.isfinite(n)]
+    var = sum(v for v, _ in parts)
+    if var == 0:
+        return 0.0, math.nan
+    return math.sqrt(var), var**2 / sum(v**2 / (n - 1) for v, n in parts)
+
+
+def seed_outcome(
+    op: str, value: Side, reference: Side, tolerance: float = 0.0, confidence: float = CONFIDENCE
+) -> Outcome:
+    """The outcome of ``value op reference`` (the rule: the module docstring). Each side is a (mean, std,
+    seeds) triple over seeds, or a plain number that is exact (a constant, a paper value)."""
+    sides = [(float(s[0]), float(s[1]), s[2]) if isinstance(s, tuple) else (float(s), 0.0, math.inf)
+             for s in (value, reference)]  # fmt: skip
     difference = sides[0][0] - sides[1][0]
-    se = math.sqrt(sum(std**2 / n for _, std, n in sides)) if all(n >= 2 for *_, n in sides) else math.nan
-    margin, band = OPS[op](difference, tolerance), (0.0 if math.isnan(se) else z * se)
+    few = [n for *_, n in sides if n < MIN_SEEDS]
+    if few:
+        seeds = f"{min(few):g} seed{'s' if min(few) != 1 else ''}"
+        return Outcome(NOT_DECIDED, difference, math.nan, math.nan, f"{NOT_DECIDED} ({seeds})")
+    margin = OPS[op](difference, tolerance)
+    se, df = welch(sides)
+    if se == 0:
+        exact = all(not math.isfinite(n) for *_, n in sides)
+        band, basis = 0.0, "sign (exact numbers)" if exact else "sign (equal seeds)"
+        se = math.nan if exact else 0.0
+    else:
+        t = float(student_t.ppf(1 - (1 - confidence) / 2, df))
+        band, basis = t * se, f"t({df:.1f})·SE, {100 * confidence:g}%"
     if margin > band or (margin == band == 0 and op in INCLUSIVE):
         result = "holds"
     elif margin < -band or band == 0:
         result = "fails"
     else:
         result = "within noise"
-    return Outcome(result, difference, se)
+    return Outcome(result, difference, se, df, basis)
 
 
 @dataclass(frozen=True)
@@ -93,12 +143,12 @@ class Claim:
             raise ValueError(f"claim {self.text!r}: tolerance applies to op '≈' only (got op {self.op!r})")
 
 
-def _stat(agg: pd.DataFrame, dataset: str, method: str, metric: str) -> tuple[float, float, int] | None:
+def _stat(agg: pd.DataFrame, dataset: str, method: str, metric: str) -> tuple[float, float, float] | None:
     hit = agg[(agg["dataset"] == dataset) & (agg["method"] == method) & (agg["metric"] == metric)]
     if hit.empty or pd.isna(hit["mean"].iloc[0]):
         return None
     row = hit.iloc[0]
-    return float(row["mean"]), float(row["std"]), int(row["n"])
+    return float(row["mean"]), float(row["std"]), float(row["n"])
 
 
 def _paper_verdict(claim: Claim, value: float | None, reference: float | None) -> str:
@@ -133,7 +183,7 @@ def _check_one(claim: Claim, agg: pd.DataFrame, paper: pd.DataFrame | None, data
         )
         in_paper = _paper_verdict(claim, p_left, p_right)
     diff = outcome.difference
-    basis = "" if outcome.result == "missing" else "sign (no SE)" if math.isnan(outcome.se) else f"{Z:g}·SE"
+    basis = outcome.basis
     return {
         "claim": claim.text,
         "dataset": dataset,
@@ -142,12 +192,14 @@ def _check_one(claim: Claim, agg: pd.DataFrame, paper: pd.DataFrame | None, data
         "value": left[0] if left else None,
         "value_std": left[1] if left else math.nan,
         "seeds": left[2] if left else 0,
+        "reference_seeds": right[2] if isinstance(right, tuple) else math.nan,
         "op": claim.op + (f" (±{claim.tolerance:g})" if claim.op == "≈" else ""),
         "than": reference_name,
         "reference": reference,
         "reference_std": right[1] if isinstance(right, tuple) else math.nan,
         "difference": diff,
         "se": outcome.se,
+        "df": outcome.df,
         "basis": basis,
         "relative_%": 100 * diff / abs(reference) if reference else math.nan,
         "result": outcome.result,
@@ -163,10 +215,11 @@ def check_claims(
     must hold each claim's metric) and, where given, on ``paper`` (from ``experiment_paper_values``).
 
     One row per claim and dataset: the method's mean (± std, seeds), the reference it is compared with,
-    difference (value - reference), its standard error ``se`` and the ``basis`` of the outcome (``2·SE``, or
-    ``sign (no SE)`` with one seed), the relative difference in %, ``result`` (holds | within noise | fails,
-    :func:`seed_outcome`; missing: a method or paper value is absent) and ``holds_in_paper`` (the same
-    predicate on the paper's printed means, which carry no seeds: holds | fails; n/a without them).
+    difference (value - reference), its standard error ``se``, Welch's ``df`` and the ``basis`` of the outcome
+    (e.g. ``t(3.9)·SE, 95%`` or ``not decided (2 seeds)``), the relative difference in %, ``result`` (holds |
+    within noise | fails | not decided, :func:`seed_outcome`; missing: a method or paper value is absent) and
+    ``holds_in_paper`` (the same predicate on the paper's printed means, which carry no seeds: holds | fails;
+    n/a without them).
     """
     rows = []
     for claim in claims:
@@ -189,7 +242,7 @@ def check_claims(
 def exact_results(table: pd.DataFrame, dataset: str) -> pd.DataFrame:
     """A computed table (a ``method`` column, one column per metric, e.g. a toy example's points) on
     ``dataset``, in the long form of :func:`~fairfl_core.report.tables.aggregate` that :func:`check_claims`
-    reads. Its numbers are computed once, not means over seeds (``std`` NaN, ``n`` 1): the sign of each
-    claim's margin decides."""
+    reads. Its numbers are computed once by a deterministic computation, not means over seeds: exact numbers
+    (``std`` 0, ``n`` ∞), so the sign of each claim's margin decides."""
     long = table.melt(id_vars="method", var_name="metric", value_name="mean")
-    return long.assign(dataset=dataset, std=math.nan, n=1)
+    return long.assign(dataset=dataset, std=0.0, n=math.inf)

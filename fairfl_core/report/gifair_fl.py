@@ -7,8 +7,9 @@ Group metrics are the run summaries' ``group_acc_<g>`` (mean of the group's clie
 the discrepancy ``group_gap``, read as the paper reads it: max − min of the group accuracies' means over
 seeds (:func:`seed_mean_discrepancy`), not the mean over seeds of each run's max − min. Which group is
 "worst" and "best" is read from our FedAvg runs; the paper's verdict on the same claim uses the paper's
-numbers for those same groups. Every comparison is seed-aware (``report.claims.seed_outcome``: holds, within
-noise or fails against 2·SE of the difference of seed means).
+numbers for those same groups. Every comparison is decided on seeds (``report.claims.seed_outcome``: holds,
+within noise or fails against Welch's t at 95 % on the difference of seed means; not decided with fewer than
+3 seeds a side).
 
 At the paper profile a table runs every value of each method's grid; :func:`tuned_methods` keeps the value
 rule A9 chooses on the validation split, and every function here then works on that one value per method.
@@ -27,7 +28,7 @@ import pandas as pd
 from fairfl_core.experiments.papers import gifair_fl
 from fairfl_core.experiments.profiles import Experiment
 from fairfl_core.report.bundle import Paper, register_paper
-from fairfl_core.report.claims import Claim, Z, seed_outcome
+from fairfl_core.report.claims import Claim, seed_outcome
 from fairfl_core.report.paper import paper_cell
 from fairfl_core.report.selection import select_a9
 from fairfl_core.report.tables import aggregate
@@ -403,7 +404,7 @@ def lambda_checks(runs: pd.DataFrame, labels: tuple[str, ...]) -> pd.DataFrame:
 
     def compare(text: str, column: str, op: str, lam: float, than: float, tolerance: float = 0.0) -> tuple:
         o = seed_outcome(op, side(lam, column), side(than, column), tolerance)
-        return text, o.difference, o.se, "sign (no SE)" if math.isnan(o.se) else f"{Z:g}·SE", o.result
+        return text, o.difference, o.se, o.basis, o.result
 
     trend = data[[LAM, "group_gap"]].dropna()
     if len(lams) > 2 and trend["group_gap"].nunique() > 1:

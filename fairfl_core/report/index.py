@@ -37,7 +37,7 @@ import pandas as pd
 
 __all__ = ["OPEN_ROWS", "OUTCOMES", "NotebookFolder", "claim_counts", "claim_outcome", "write_index"]
 
-OUTCOMES = ("holds", "within noise", "fails", "not checked")
+OUTCOMES = ("holds", "within noise", "fails", "not decided", "not checked")
 OUTCOME_COLUMNS = ("outcome", "result", "verdict", "holds")  # first one present is a claims table's outcome
 OPEN_ROWS = 25  # a main table with more rows is folded
 FOLD_CHARS = 90  # a longer cell (an explanatory note) is folded behind its head
@@ -72,9 +72,12 @@ _NUMBER = re.compile(r"^[-+]?(\d[\d,]*\.?\d*|\.\d+)([eE][-+]?\d+)?%?( ± [\d.]+(
 
 def claim_outcome(value: object) -> str:
     """One of :data:`OUTCOMES` for a claims table's outcome cell: ``holds`` (holds, pass, true), ``within
-    noise`` (within noise, inconclusive), ``fails`` (fails, fail, false); anything else (missing, n/a,
-    empty) is ``not checked``. Case, spaces, ``_`` and ``-`` do not matter."""
+    noise`` (within noise, inconclusive), ``fails`` (fails, fail, false), ``not decided`` (too few seeds,
+    ``report.claims.MIN_SEEDS``); anything else (missing, n/a, empty) is ``not checked``. Case, spaces,
+    ``_`` and ``-`` do not matter."""
     v = " ".join(str(value).strip().lower().replace("_", " ").replace("-", " ").split())
+    if v.startswith("not decided"):
+        return "not decided"
     if v.startswith("within") or v in ("noise", "inconclusive"):
         return "within noise"
     if v.startswith(("hold", "pass")) or v in ("true", "yes"):
@@ -173,11 +176,11 @@ def _table(table: pd.DataFrame) -> str:
 
 
 def _badges(counts: dict[str, int]) -> str:
-    words = {"holds": "hold", "within noise": "within noise", "fails": "fail", "not checked": "not checked"}
+    words = {"holds": "hold", "within noise": "within noise", "fails": "fail"}
     return " ".join(
-        f'<span class="badge {_outcome_class(o)}">{counts[o]} {words[o]}</span>'
+        f'<span class="badge {_outcome_class(o)}">{counts[o]} {words.get(o, o)}</span>'
         for o in OUTCOMES
-        if o != "not checked" or counts[o]
+        if o not in ("not decided", "not checked") or counts[o]
     )
 
 

@@ -8,7 +8,8 @@ results without rerunning them: per notebook that succeeded, its tables (CSV and
 ``README.md`` (rendered by any Git host: the claims headline per notebook, its main tables inline, its
 figures) and ``index.html`` (the page of :func:`fairfl_core.report.index.write_index`).
 
-A notebook that failed or never ran is not published; its earlier published folder is kept. Run as
+A notebook that failed or never ran is not published, nor one that ran from a tree with uncommitted changes
+or read runs computed by such code (their commits end in ``-dirty``); its earlier published folder is kept. Run as
 ``python -m fairfl_core.report.publish reports/<profile> published/<profile>`` or ``./reproduce.sh
 --publish``.
 """
@@ -45,6 +46,13 @@ def publish(reports_dir: str | Path, dest: str | Path) -> list[str]:
         if status.get("status") != "ok":
             print(f"publish: {folder.name}: {status.get('status')}, not published", file=sys.stderr)
             continue
+        dirty = _uncommitted(status, runs_provenance(folder / "runs.jsonl"))
+        if dirty:
+            print(
+                f"publish: {folder.name}: {dirty}, not published; commit the changes and run it again",
+                file=sys.stderr,
+            )
+            continue
         out = dest / folder.name
         if out.exists():
             shutil.rmtree(out)
@@ -69,6 +77,16 @@ def publish(reports_dir: str | Path, dest: str | Path) -> list[str]:
         (dest / "README.md").write_text(markdown_index(dest))
         write_index(dest)
     return published
+
+
+def _uncommitted(status: dict, runs: list[dict] | None) -> str | None:
+    """Why a notebook's results do not come from committed code (its run or one of its runs), or None."""
+    if "uncommitted" in str(status.get("commit", "")):
+        return f"ran from a tree with uncommitted changes ({status['commit']})"
+    dirty = sorted({str(r.get("commit")) for r in runs or [] if str(r.get("commit", "")).endswith("-dirty")})
+    if dirty:
+        return f"runs computed by code with uncommitted changes ({', '.join(dirty)})"
+    return None
 
 
 def runs_provenance(ledger: Path) -> list[dict] | None:
@@ -114,7 +132,9 @@ def runs_header(runs: list[dict] | None) -> str:
 def _headline(nb: NotebookFolder) -> str:
     if nb.counts is None:
         return "Claims: no claims table with an outcome column."
-    counts = ", ".join(f"**{nb.counts[o]}** {o}" for o in OUTCOMES if o != "not checked" or nb.counts[o])
+    counts = ", ".join(
+        f"**{nb.counts[o]}** {o}" for o in OUTCOMES if o not in ("not decided", "not checked") or nb.counts[o]
+    )
     return f"Claims: {counts} (from {', '.join(c.name for c in nb.claims if c.name not in nb.unreadable)})."
 
 

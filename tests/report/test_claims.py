@@ -37,99 +37,134 @@ PAPER_VALUES = pd.DataFrame(
 
 @pytest.fixture
 def agg(tmp_path):
+    """Two seeds a method: too few for a verdict."""
     return aggregate(load_runs(tmp_path, two_method_results(tmp_path)), metrics=["var", "global_acc"])
+
+
+@pytest.fixture
+def agg3(tmp_path):
+    """Three seeds a method: global accuracy FedProx 75 ± 1, FedAvg 71 ± 1."""
+    configs = two_method_results(tmp_path, seeds=3)
+    return aggregate(load_runs(tmp_path, configs), metrics=["var", "global_acc"])
 
 
 def _one(claim, agg, paper=None):
     return check_claims([claim], agg, paper).iloc[0]
 
 
-# seed_outcome by hand: d = x̄_a − x̄_b, SE = √(s_a²/n_a + s_b²/n_b), band 2·SE
+# seed_outcome by hand: d = x̄_a − x̄_b, SE = √(s_a²/n_a + s_b²/n_b), Welch's ν = SE⁴ / Σ (s²/n)²/(n − 1),
+# band t_{0.975, ν}·SE (Student's t table: t(3) = 3.1824, t(4) = 2.7764, t(6) = 2.4469, t(8) = 2.3060)
 @pytest.mark.parametrize(
-    ("op", "value", "reference", "tolerance", "result", "se"),
+    ("op", "value", "reference", "tolerance", "result", "se", "df"),
     [
-        # d = −2, SE = √(1/4 + 1/4) = 0.7071, band 1.414: margin 2 is outside the band
-        ("<", (10.0, 1.0, 4), (12.0, 1.0, 4), 0.0, "holds", math.sqrt(0.5)),
-        ("<", (14.0, 1.0, 4), (12.0, 1.0, 4), 0.0, "fails", math.sqrt(0.5)),
-        # s = 2: SE = √2, band 2.83 > |d| = 2
-        ("<", (10.0, 2.0, 4), (12.0, 2.0, 4), 0.0, "within noise", math.sqrt(2.0)),
-        # "no lower accuracy" short by 0.02 on 5 seeds of std 0.3: SE = √(0.036) = 0.190
-        (">=", (86.48, 0.3, 5), (86.50, 0.3, 5), 0.0, "within noise", math.sqrt(0.036)),
-        # "≈" with tolerance 4, d = −4: margin 4 − 4 = 0 in the band; tolerance 6: margin 2 > 1.414
-        ("≈", (71.0, 1.0, 4), (75.0, 1.0, 4), 4.0, "within noise", math.sqrt(0.5)),
-        ("≈", (71.0, 1.0, 4), (75.0, 1.0, 4), 6.0, "holds", math.sqrt(0.5)),
-        ("≈", (71.0, 1.0, 4), (75.0, 1.0, 4), 1.0, "fails", math.sqrt(0.5)),
-        # an exact reference adds nothing: SE = 2/√4 = 1, band 2; margin 2 is in it, 2.5 is not
-        (">", (12.0, 2.0, 4), 10.0, 0.0, "within noise", 1.0),
-        (">", (12.5, 2.0, 4), 10.0, 0.0, "holds", 1.0),
+        # n = 4, s = 1 both: SE = √(1/4 + 1/4) = 0.7071, ν = 0.25 / (2 · 0.0625 / 3) = 6, band 1.730
+        ("<", (10.0, 1.0, 4), (12.0, 1.0, 4), 0.0, "holds", math.sqrt(0.5), 6.0),
+        ("<", (14.0, 1.0, 4), (12.0, 1.0, 4), 0.0, "fails", math.sqrt(0.5), 6.0),
+        # s = 2: SE = √2, band 3.46 > |d| = 2
+        ("<", (10.0, 2.0, 4), (12.0, 2.0, 4), 0.0, "within noise", math.sqrt(2.0), 6.0),
+        # Welch at ν = 4 (n = 3, equal s): SE = √(2/3) = 0.8165, band 2.267: |d| = 3 holds, |d| = 2 does not
+        # (the former normal band 2·SE = 1.633 called d = 2 a hold on 3 seeds)
+        ("<", (10.0, 1.0, 3), (13.0, 1.0, 3), 0.0, "holds", math.sqrt(2 / 3), 4.0),
+        ("<", (10.0, 1.0, 3), (12.0, 1.0, 3), 0.0, "within noise", math.sqrt(2 / 3), 4.0),
+        # "no lower accuracy" short by 0.02 on 5 seeds of std 0.3: SE = √0.036 = 0.190, ν = 8
+        (">=", (86.48, 0.3, 5), (86.50, 0.3, 5), 0.0, "within noise", math.sqrt(0.036), 8.0),
+        # "≈" with tolerance 4, d = −4: margin 0 is in the band; tolerance 6: margin 2 > 1.730; 1 fails
+        ("≈", (71.0, 1.0, 4), (75.0, 1.0, 4), 4.0, "within noise", math.sqrt(0.5), 6.0),
+        ("≈", (71.0, 1.0, 4), (75.0, 1.0, 4), 6.0, "holds", math.sqrt(0.5), 6.0),
+        ("≈", (71.0, 1.0, 4), (75.0, 1.0, 4), 1.0, "fails", math.sqrt(0.5), 6.0),
+        # an exact reference adds nothing: SE = 2/√4 = 1, ν = n − 1 = 3, band 3.18: margin 2.5 is in it
+        (">", (12.5, 2.0, 4), 10.0, 0.0, "within noise", 1.0, 3.0),
+        (">", (13.5, 2.0, 4), 10.0, 0.0, "holds", 1.0, 3.0),
         # equal means with a spread: within noise for every op
-        ("<", (10.0, 1.0, 4), (10.0, 1.0, 4), 0.0, "within noise", math.sqrt(0.5)),
-        (">=", (10.0, 1.0, 4), (10.0, 1.0, 4), 0.0, "within noise", math.sqrt(0.5)),
-        # one seed on a side: no SE, the sign decides (a 0.02 shortfall fails)
-        (">=", (86.48, math.nan, 1), (86.50, 0.3, 5), 0.0, "fails", math.nan),
-        ("<", (10.0, math.nan, 1), (12.0, math.nan, 1), 0.0, "holds", math.nan),
-        ("≈", (71.0, math.nan, 1), (75.0, math.nan, 1), 4.5, "holds", math.nan),
-        # equal means without a band (one seed, or no spread): the predicate's own boundary
-        (">=", (10.0, math.nan, 1), (10.0, math.nan, 1), 0.0, "holds", math.nan),
-        (">", (10.0, math.nan, 1), (10.0, math.nan, 1), 0.0, "fails", math.nan),
-        ("≈", (50.0, 0.0, 3), 50.0, 1e-9, "holds", 0.0),
-        ("<=", (0.0, 0.0, 3), (0.0, 0.0, 3), 0.0, "holds", 0.0),
-        ("<", (0.0, 0.0, 3), (0.0, 0.0, 3), 0.0, "fails", 0.0),
+        ("<", (10.0, 1.0, 4), (10.0, 1.0, 4), 0.0, "within noise", math.sqrt(0.5), 6.0),
+        (">=", (10.0, 1.0, 4), (10.0, 1.0, 4), 0.0, "within noise", math.sqrt(0.5), 6.0),
+        # fewer than 3 seeds on a side: not decided, whatever the numbers
+        (">=", (86.48, math.nan, 1), (86.50, 0.3, 5), 0.0, "not decided", math.nan, math.nan),
+        ("<", (10.0, 0.1, 2), (20.0, 0.1, 2), 0.0, "not decided", math.nan, math.nan),
+        ("<", (10.0, 0.1, 3), (20.0, 0.1, 2), 0.0, "not decided", math.nan, math.nan),
+        # exact numbers on both sides (the paper's printed means, a deterministic toy): the sign decides, and
+        # a margin of exactly 0 is the predicate's own boundary
+        ("<", 10.0, 12.0, 0.0, "holds", math.nan, math.nan),
+        ("≈", 71.0, 75.0, 4.5, "holds", math.nan, math.nan),
+        (">=", 10.0, 10.0, 0.0, "holds", math.nan, math.nan),
+        (">", 10.0, 10.0, 0.0, "fails", math.nan, math.nan),
+        # seeds without spread: SE = 0, the sign decides
+        ("≈", (50.0, 0.0, 3), 50.0, 1e-9, "holds", 0.0, math.nan),
+        ("<=", (0.0, 0.0, 3), (0.0, 0.0, 3), 0.0, "holds", 0.0, math.nan),
+        ("<", (0.0, 0.0, 3), (0.0, 0.0, 3), 0.0, "fails", 0.0, math.nan),
     ],
 )
-def test_seed_outcome_on_hand_numbers(op, value, reference, tolerance, result, se):
+def test_seed_outcome_on_hand_numbers(op, value, reference, tolerance, result, se, df):
     outcome = seed_outcome(op, value, reference, tolerance)
+    val = value[0] if isinstance(value, tuple) else value
     ref = reference[0] if isinstance(reference, tuple) else reference
     assert outcome.result == result
-    assert outcome.difference == pytest.approx(value[0] - ref, abs=1e-12)
-    assert outcome.se == pytest.approx(se, abs=1e-12, nan_ok=True)
+    assert outcome.difference == val - ref  # one subtraction, as the implementation does
+    assert outcome.se == pytest.approx(se, rel=1e-12, nan_ok=True)
+    assert outcome.df == pytest.approx(df, rel=1e-12, nan_ok=True)
 
 
-def test_seed_outcome_band_scales_with_z():
-    # d = −2, SE = √2: within noise at z = 2 (band 2.83), holds at z = 1 (band 1.41)
-    assert seed_outcome("<", (10.0, 2.0, 4), (12.0, 2.0, 4), z=1.0).result == "holds"
+def test_the_basis_says_how_a_claim_was_decided():
+    assert seed_outcome("<", (10.0, 1.0, 3), (13.0, 1.0, 3)).basis == "t(4.0)·SE, 95%"
+    assert seed_outcome("<", (10.0, 1.0, 2), (13.0, 1.0, 3)).basis == "not decided (2 seeds)"
+    assert seed_outcome("<", (10.0, 1.0, 1), (13.0, 1.0, 3)).basis == "not decided (1 seed)"
+    assert seed_outcome("<", 10.0, 13.0).basis == "sign (exact numbers)"
+
+
+def test_the_band_widens_with_the_confidence():
+    # ν = 4, SE = 0.8165, d = −2: band t(0.95 two-sided) 2.267 holds it inside; at 80% (t 1.533) it holds
+    assert seed_outcome("<", (10.0, 1.0, 3), (12.0, 1.0, 3)).result == "within noise"
+    assert seed_outcome("<", (10.0, 1.0, 3), (12.0, 1.0, 3), confidence=0.8).result == "holds"
 
 
 def test_claim_row_carries_the_numbers_behind_its_outcome(agg):
-    # var: FedProx 125, 50 (mean 87.5, std 75/√2); FedAvg 500, 200 (mean 350, std 300/√2)
-    # SE = √((75²/2)/2 + (300²/2)/2) = √23906.25 = 154.62; band 309.2 > |d| = 262.5
+    # var: FedProx 125, 50 (mean 87.5, std 75/√2); FedAvg 500, 200 (mean 350, std 300/√2); 2 seeds a side
     row = _one(Claim("FedProx lowers the variance", "var", "FedProx", "<", "FedAvg", source="Sec. 5"), agg)
-    assert row["result"] == "within noise" and row["basis"] == "2·SE"
+    assert row["result"] == "not decided" and row["basis"] == "not decided (2 seeds)"
     assert row["value"] == pytest.approx(87.5) and row["reference"] == pytest.approx(350.0)
-    assert row["value_std"] == pytest.approx(75 / math.sqrt(2)) and row["seeds"] == 2
-    assert row["difference"] == pytest.approx(-262.5) and row["se"] == pytest.approx(math.sqrt(23906.25))
+    assert (
+        row["value_std"] == pytest.approx(75 / math.sqrt(2)) and row["seeds"] == row["reference_seeds"] == 2
+    )
+    assert row["difference"] == pytest.approx(-262.5) and pd.isna(row["se"])
     assert row["relative_%"] == pytest.approx(-75.0)
     assert row["than"] == "FedAvg" and row["source"] == "Sec. 5"
 
 
-def test_claim_outcomes_on_two_seeds(agg):
-    # global accuracies: FedProx 74, 76 (mean 75, std √2); FedAvg 70, 72 (mean 71): SE = √2, band 2.83
-    row = _one(Claim("FedProx is more accurate", "global_acc", "FedProx", ">", "FedAvg"), agg)
+def test_claim_outcomes_on_three_seeds(agg, agg3):
+    # global accuracies over 3 seeds: FedProx 75 ± 1, FedAvg 71 ± 1: SE = √(2/3), ν = 4, band 2.776·SE = 2.27
+    claim = Claim("FedProx is more accurate", "global_acc", "FedProx", ">", "FedAvg")
+    row = _one(claim, agg3)
     assert row["result"] == "holds" and row["difference"] == pytest.approx(4.0)
-    assert row["se"] == pytest.approx(math.sqrt(2))
-    reverse = _one(Claim("FedAvg is more accurate", "global_acc", "FedAvg", ">", "FedProx"), agg)
+    assert row["se"] == pytest.approx(math.sqrt(2 / 3)) and row["df"] == pytest.approx(4.0)
+    assert row["basis"] == "t(4.0)·SE, 95%"
+    reverse = _one(Claim("FedAvg is more accurate", "global_acc", "FedAvg", ">", "FedProx"), agg3)
     assert reverse["result"] == "fails"
-    # against the constant 350 (FedAvg's own var mean): d = 0, SE = 150
-    assert _one(Claim("equal is not less", "var", "FedAvg", "<", 350.0), agg)["result"] == "within noise"
+    # against the constant 71 (FedAvg's own mean): d = 0, SE = 1/√3
+    assert (
+        _one(Claim("equal is not less", "global_acc", "FedAvg", "<", 71.0), agg3)["result"] == "within noise"
+    )
+    # the same numbers on 2 seeds: not decided
+    assert _one(claim, agg)["result"] == "not decided"
 
 
-def test_approximate_claims_use_the_tolerance(agg):
-    # global accuracies: FedProx 75, FedAvg 71 (d = 4, band 2.83); margin = tolerance − 4
+def test_approximate_claims_use_the_tolerance(agg3):
+    # global accuracies: FedProx 75, FedAvg 71 over 3 seeds (d = 4, band 2.27); margin = tolerance − 4
     outcome = {
-        tol: _one(Claim("close", "global_acc", "FedProx", "≈", "FedAvg", tolerance=tol), agg)["result"]
+        tol: _one(Claim("close", "global_acc", "FedProx", "≈", "FedAvg", tolerance=tol), agg3)["result"]
         for tol in (7.0, 4.0, 1.0)
     }
     assert outcome == {7.0: "holds", 4.0: "within noise", 1.0: "fails"}
-    row = _one(Claim("closer", "global_acc", "FedProx", "≈", "FedAvg", tolerance=3.9), agg)
+    row = _one(Claim("closer", "global_acc", "FedProx", "≈", "FedAvg", tolerance=3.9), agg3)
     assert row["op"] == "≈ (±3.9)"
 
 
-def test_claims_against_constants_and_the_paper(agg):
-    # FedAvg global_acc 71 (std √2, 2 seeds): SE = 1 against an exact number
-    row = _one(Claim("above chance", "global_acc", "FedAvg", ">", 10), agg, PAPER_VALUES)
+def test_claims_against_constants_and_the_paper(agg3):
+    # FedAvg global_acc 71 ± 1 over 3 seeds: SE = 1/√3 against an exact number, ν = 2
+    row = _one(Claim("above chance", "global_acc", "FedAvg", ">", 10), agg3, PAPER_VALUES)
     assert row["result"] == "holds" and row["reference"] == 10.0 and row["holds_in_paper"] == "holds"
-    assert row["se"] == pytest.approx(1.0)
-    row = _one(Claim("matches paper", "global_acc", "FedAvg", "≈", PAPER, tolerance=1.0), agg, PAPER_VALUES)
+    assert row["se"] == pytest.approx(1 / math.sqrt(3)) and row["df"] == pytest.approx(2.0)
+    claim = Claim("matches paper", "global_acc", "FedAvg", "≈", PAPER, tolerance=1.0)
+    row = _one(claim, agg3, PAPER_VALUES)
     assert row["result"] == "fails" and row["reference"] == pytest.approx(86.49)
     assert row["difference"] == pytest.approx(71.0 - 86.49) and row["holds_in_paper"] == "n/a"
 
@@ -160,12 +195,12 @@ def test_claims_are_checked_on_each_dataset_unless_one_is_named(tmp_path):
     claim = Claim("FedProx lowers the variance", "var", "FedProx", "<", "FedAvg")
     table = check_claims([claim], agg)
     assert table[["dataset", "result"]].values.tolist() == [
-        ["fashion_mnist", "within noise"],
+        ["fashion_mnist", "not decided"],
         ["mnist", "missing"],
     ]
-    named = Claim("on mnist", "var", "FedAvg", ">", 99.0, dataset="mnist")  # one seed: the sign decides
+    named = Claim("on mnist", "var", "FedAvg", ">", 99.0, dataset="mnist")  # one seed: not decided
     assert check_claims([named], agg)[["dataset", "value", "result", "basis"]].values.tolist() == [
-        ["mnist", 100.0, "holds", "sign (no SE)"]
+        ["mnist", 100.0, "not decided", "not decided (1 seed)"]
     ]
 
 

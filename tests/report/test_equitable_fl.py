@@ -49,7 +49,7 @@ def write(results: Path, method, algorithm, seed, accs, rounds):
 
 def results(tmp_path, fedprox_sigma=(8.0, 10.0), equitable_sigma=(2.0, 3.0)):
     cfgs = []
-    for seed in (0, 1):
+    for seed in range(len(fedprox_sigma)):
         s = fedprox_sigma[seed]
         cfgs.append(
             write(
@@ -103,16 +103,17 @@ def test_nmi_summary_skips_rounds_with_one_planted_cluster(tmp_path):
 
 
 def test_headline_and_claims_compare_with_fedprox(tmp_path):
-    runs = R.with_equitable_metrics(results(tmp_path))
+    runs = R.with_equitable_metrics(results(tmp_path, (8.0, 10.0, 9.0), (2.0, 3.0, 2.5)))  # 3 seeds: decided
     row = R.headline(runs).iloc[0]
     assert row["σ_Acc FedProx"] == pytest.approx(9.0) and row["σ_Acc Equitable-FL"] == pytest.approx(2.5)
     assert (
         row["lower σ_Acc"] == "holds" and row["no lower accuracy"] == "holds" and row["NMI ≥ 0.9"] == "holds"
     )
-    worse = R.headline(R.with_equitable_metrics(results(tmp_path / "w", equitable_sigma=(12.0, 14.0)))).iloc[
-        0
-    ]
+    worse_runs = results(tmp_path / "w", (8.0, 10.0, 9.0), equitable_sigma=(12.0, 14.0, 13.0))
+    worse = R.headline(R.with_equitable_metrics(worse_runs)).iloc[0]
     assert worse["lower σ_Acc"] == "fails"
+    two_seeds = R.headline(R.with_equitable_metrics(results(tmp_path / "two"))).iloc[0]
+    assert two_seeds["lower σ_Acc"] == "not decided"
     experiment = get_experiment("equitable_table2_mnist")
     metrics = ("global_acc", "sigma_acc", "cd_cma", "nmi_mean")
     claims = check_claims(R.BUNDLE.claims(experiment, runs), aggregate(runs, metrics))

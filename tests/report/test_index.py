@@ -78,11 +78,23 @@ def test_claim_outcome_reads_the_two_and_the_three_outcome_forms(value, outcome)
 
 
 def test_claim_counts_key_on_the_outcome_column():
-    outcomes = [*["holds"] * 3, *["within noise"] * 2, "fails", ""]
-    three = pd.DataFrame({"claim": list("abcdefg"), "result": outcomes})
-    assert claim_counts(three) == {"holds": 3, "within noise": 2, "fails": 1, "not checked": 1}
+    outcomes = [*["holds"] * 3, *["within noise"] * 2, "fails", "", "not decided"]
+    three = pd.DataFrame({"claim": list("abcdefgh"), "result": outcomes})
+    assert claim_counts(three) == {
+        "holds": 3,
+        "within noise": 2,
+        "fails": 1,
+        "not decided": 1,
+        "not checked": 1,
+    }
     two = pd.DataFrame({"claim": ["a", "b"], "result": ["pass", "fail"], "holds_in_paper": ["fail", "fail"]})
-    assert claim_counts(two) == {"holds": 1, "within noise": 0, "fails": 1, "not checked": 0}
+    assert claim_counts(two) == {
+        "holds": 1,
+        "within noise": 0,
+        "fails": 1,
+        "not decided": 0,
+        "not checked": 0,
+    }
     # "outcome" is read before "result"; a table without any outcome column has no counts
     both = two.assign(outcome=["within noise", "within noise"])
     assert claim_counts(both)["within noise"] == 2
@@ -111,7 +123,8 @@ def test_headline_counts_every_claims_table_of_a_notebook(tmp_path):
     assert "toy_claims.csv: no outcome column (outcome / result / verdict / holds); not counted" in headline
     # the summary table at the top carries the same counts, in OUTCOMES order
     assert '<a href="#paper">paper</a>' in page
-    assert '<td class="num">3</td><td class="num">2</td><td class="num">2</td><td class="num">1</td>' in page
+    counts = '<td class="num">3</td><td class="num">2</td><td class="num">2</td><td class="num">0</td>'
+    assert counts + '<td class="num">1</td>' in page
     # outcome cells are coloured; the claims tables are folded, their counts in the summary line
     assert '<td class="o-noise">within noise</td>' in page and '<td class="o-fails">False</td>' in page
     assert "<details><summary>Claims: claims " in page and "<details><summary>Claims: lambda_claims " in page

@@ -124,3 +124,16 @@ def test_load_runs_writes_the_ledger(tmp_path, monkeypatch):
     (record,) = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
     assert record["algorithm"] == "fedavg" and record["model"] == "mlp"
     assert record["numbers_version"] == "c1.a1.m1" and "commit" in record
+
+
+def test_results_of_uncommitted_code_are_not_published(tmp_path, capsys):
+    reports, dest = tmp_path / "reports" / "quick", tmp_path / "published" / "quick"
+    _notebook(reports / "fedeba_plus", "ok", commit="abc1234 (with uncommitted changes)")
+    _notebook(reports / "afga", "ok")
+    run = {"hash": "h", "algorithm": "fedavg", "model": "mlp", "numbers_version": "c1.a1.m1"}
+    (reports / "afga" / "runs.jsonl").write_text(json.dumps({**run, "commit": "abc1234-dirty"}) + "\n")
+    _notebook(reports / "gifair_fl", "ok")
+    assert publish(reports, dest) == ["gifair_fl"]
+    err = capsys.readouterr().err
+    assert "fedeba_plus: ran from a tree with uncommitted changes (abc1234 (with uncommitted changes))" in err
+    assert "afga: runs computed by code with uncommitted changes (abc1234-dirty), not published" in err
