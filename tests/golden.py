@@ -18,7 +18,8 @@ evaluations at the rounding bound of ``tests/rounding.py`` instead of bit for bi
 
     python -m tests.golden             # run the goldens (pinned) and print what changed
     python -m tests.golden --update    # record new fingerprints; refused for a golden whose numbers changed
-                                       # while its numbers version did not: bump it first
+                                       # while its numbers version and resolved hyperparameters did not:
+                                       # bump the version first
 """
 
 from __future__ import annotations
@@ -192,7 +193,7 @@ def compute(names: list[str] | None = None) -> dict[str, Any]:
     import warnings
 
     from fairfl_core.experiments.config import ExperimentConfig
-    from fairfl_core.experiments.runner import run_experiment, run_numbers_version
+    from fairfl_core.experiments.runner import resolved_hyper, run_experiment, run_numbers_version
     from fairfl_core.experiments.store import RunStore
     from fairfl_core.numbers_version import numbers_version
 
@@ -204,21 +205,16 @@ def compute(names: list[str] | None = None) -> dict[str, Any]:
         for name in names or everything:
             if name.startswith("model:"):
                 family = name.split(":", 1)[1]
-                evals, rounds, version = (
-                    family_run(family),
-                    [],
-                    numbers_version("fedavg", FAMILIES[family][0]),
-                )
+                evals, rounds, hyper = family_run(family), [], None
+                version = numbers_version("fedavg", FAMILIES[family][0])
             else:
                 cfg = ExperimentConfig.from_dict(configs[name])
                 store = RunStore(run_experiment(cfg, tmp, progress=False).path)
-                evals, rounds, version = (
-                    store.records("evals"),
-                    store.records("rounds"),
-                    run_numbers_version(cfg),
-                )
+                evals, rounds, hyper = store.records("evals"), store.records("rounds"), resolved_hyper(cfg)
+                version = run_numbers_version(cfg)
             out["goldens"][name] = {
                 "numbers_version": version,
+                "hyper": hyper,
                 "fingerprint": fingerprint(evals, rounds),
                 "last": {k: _plain(evals[-1][k]) for k in ("client_loss", "global_loss") if k in evals[-1]},
             }
@@ -240,13 +236,15 @@ def stored() -> dict[str, Any]:
 
 
 def refused_updates(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Goldens whose fingerprint changed while their numbers version did not."""
+    """Goldens whose fingerprint changed while neither their numbers version nor their resolved
+    hyperparameters did (a changed default is a changed config, which the run cache already catches)."""
     return [
         name
         for name, g in new["goldens"].items()
         if name in old["goldens"]
         and g["fingerprint"] != old["goldens"][name]["fingerprint"]
         and g["numbers_version"] == old["goldens"][name]["numbers_version"]
+        and g.get("hyper") == old["goldens"][name].get("hyper")
     ]
 
 

@@ -66,11 +66,13 @@ def test_the_goldens_compute_the_numbers_recorded_with_their_versions():
 
 
 def test_new_numbers_are_recorded_only_under_a_new_version():
-    old = {"goldens": {"a": {"fingerprint": "x", "numbers_version": "c1.a1.m1"}}}
-    same_version = {"goldens": {"a": {"fingerprint": "y", "numbers_version": "c1.a1.m1"}}}
-    bumped = {"goldens": {"a": {"fingerprint": "y", "numbers_version": "c1.a2.m1"}}}
+    old = {"goldens": {"a": {"fingerprint": "x", "numbers_version": "c1.a1.m1", "hyper": {"q": 1}}}}
+    same_version = {"goldens": {"a": {"fingerprint": "y", "numbers_version": "c1.a1.m1", "hyper": {"q": 1}}}}
+    bumped = {"goldens": {"a": {"fingerprint": "y", "numbers_version": "c1.a2.m1", "hyper": {"q": 1}}}}
+    new_default = {"goldens": {"a": {"fingerprint": "y", "numbers_version": "c1.a1.m1", "hyper": {"q": 2}}}}
     assert golden.refused_updates(old, same_version) == ["a"]
     assert golden.refused_updates(old, bumped) == [] and golden.refused_updates(old, old) == []
+    assert golden.refused_updates(old, new_default) == []  # a changed default: the run cache catches it
 
 
 def test_versions_name_the_algorithm_and_the_model_family(monkeypatch):

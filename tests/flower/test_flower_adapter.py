@@ -153,8 +153,8 @@ def test_a_flower_simulation_ends_with_fairfl_engines_global_model(tmp_path, mon
     cfgs = [
         flower_config("fedavg", num_clients=10),
         flower_config("qffl", {"q": 1.0}, num_clients=10),
-        flower_config("fedeba+", num_clients=10),
-        flower_config("fedeba+", {"fair_grad_units": "update"}, num_clients=10),
+        flower_config("fedeba+", {"fair_grad_units": "gradient"}, num_clients=10),
+        flower_config("fedeba+", num_clients=10),  # the default: "update"
     ]
     results = simulation.simulate(cfgs, num_cpus=2, report=lambda line: None)
     for result, cfg in zip(results, cfgs, strict=True):

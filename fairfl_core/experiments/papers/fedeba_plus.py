@@ -17,11 +17,11 @@ PropFair at M = ε = 0.2 is, in the official code, FedAvg on 5× the loss (every
 threshold): at η = 0.1 it diverges in round 2, as FedAvg at η = 0.5 does, so its row is reported as diverged
 and Table 7's M = 5 runs beside it (no paper row).
 
-FedEBA+'s fair gradient g̃: with the literal units of Eqs. 10–11 (the algorithm's default) FedEBA+ diverged
-in rounds 6–13, all 5 seeds, at paper scale (Table 1 FMNIST, lr 0.1, α = 0.9; ``docs/readings.md`` gives the
-cause), so every FedEBA+ run here uses ``fair_grad_units="update"``
-(g̃ = the p̃-weighted one-step model update, ``ALIGN``) and Table 1 also runs the literal reading as an extra
-row ("FedEBA+ (literal Eq. 11 units)", no paper row).
+FedEBA+'s fair gradient g̃: with the literal units of Eqs. 10–11 FedEBA+ diverged in rounds 6–13, all 5
+seeds, at paper scale (Table 1 FMNIST, lr 0.1, α = 0.9; ``docs/readings.md`` gives the cause), so every
+FedEBA+ run here uses ``fair_grad_units="update"`` (g̃ = the p̃-weighted one-step model update, the
+algorithm's default, named in ``ALIGN`` so that every row says its reading) and Table 1 also runs the literal
+reading as an extra row ("FedEBA+ (literal Eq. 11 units)", ``LITERAL``, no paper row).
 
 CPU budget (2 cores; each notebook's ``quick`` profile within 30 minutes; the costs per round are in
 ``benchmarks/README.md``): ``quick`` runs 20 CNN rounds of 7 of Table 1's methods (``TABLE1_CNN_QUICK``; the
@@ -61,10 +61,11 @@ CIFAR10 = {"cifar10": "CIFAR-10"}
 # g̃ in the units of a one-step model update: the literal Eq. 10-11 units diverge at the paper's settings
 # (fairfl_core/algorithms/fedeba_plus.py); every FedEBA+ run below uses it, Table 1 also runs the literal one.
 ALIGN = {"fair_grad_units": "update"}
+LITERAL = {"fair_grad_units": "gradient"}
 GLOBAL_MODEL = ("eval.models=global",)  # report a personalised method's global model
 FEDAVG = Method("FedAvg", "fedavg", {}, "FedAvg")
 FEDEBA_PLUS = Method("FedEBA+", "fedeba+", ALIGN, "FedEBA+")
-FEDEBA_PLUS_LITERAL = Method("FedEBA+ (literal Eq. 11 units)", "fedeba+", {})
+FEDEBA_PLUS_LITERAL = Method("FedEBA+ (literal Eq. 11 units)", "fedeba+", LITERAL)
 TABLE1 = (
     FEDAVG,
     Method("FedSGD", "fedsgd", {}, "FedSGD"),
@@ -92,7 +93,10 @@ MATCHED_STEP = ("train.lr=0.02",)
 TABLE1_CONTROLS = (
     Method("FedAvg (lr 0.02: matched-step control)", "fedavg", {}, overrides=MATCHED_STEP),
     Method("FedEBA (① alone, lr 0.02: matched-step control)", "fedeba", {"tau": 0.1}, overrides=MATCHED_STEP),
-    *(Method(f"FedEBA+ (literal Eq. 11 units, α={a})", "fedeba+", {"alpha": a}) for a in (0.1, 0.3, 0.5)),
+    *(
+        Method(f"FedEBA+ (literal Eq. 11 units, α={a})", "fedeba+", {**LITERAL, "alpha": a})
+        for a in (0.1, 0.3, 0.5)
+    ),
 )
 NOT_IMPLEMENTED = {
     "FOCUS": "not implemented: FOCUS's EM agent clustering (Chu et al. 2023) is not specified in the FedEBA+ "
