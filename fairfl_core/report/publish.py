@@ -9,8 +9,8 @@ results without rerunning them: per notebook that succeeded, its tables (CSV and
 figures) and ``index.html`` (the page of :func:`fairfl_core.report.index.write_index`).
 
 A notebook that failed or never ran is not published, nor one that ran from a tree with uncommitted changes
-or read runs computed by such code (their commits end in ``-dirty``); its earlier published folder is kept. Run as
-``python -m fairfl_core.report.publish reports/<profile> published/<profile>`` or ``./reproduce.sh
+or read runs computed by such code (their commits end in ``-dirty``); its earlier published folder is kept.
+Run as ``python -m fairfl_core.report.publish reports/<profile> published/<profile>`` or ``./reproduce.sh
 --publish``.
 """
 

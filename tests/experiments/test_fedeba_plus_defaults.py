@@ -29,7 +29,8 @@ def _table1(params: dict) -> ExperimentConfig:
 @needs_fmnist
 def test_the_defaults_train_on_table1s_workload_and_the_literal_units_do_not(tmp_path):
     defaults = run_experiment(_table1({}), tmp_path, progress=False)
-    assert defaults.status == "complete" and defaults.summary["algorithm_hyper"]["fair_grad_units"] == "update"
+    assert defaults.status == "complete"
+    assert defaults.summary["algorithm_hyper"]["fair_grad_units"] == "update"
     accuracy = [e["global_acc"] for e in RunStore(defaults.path).records("evals")]
     assert accuracy[-1] > accuracy[0] + 30.0  # from chance (10 %) to 52.7 % in 16 rounds (seed 0)
 
