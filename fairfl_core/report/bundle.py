@@ -142,6 +142,7 @@ class Paper:
             "n/a" if left is None or right is None else seed_outcome(claim.op, left, right, claim.tolerance)
         )
         return {
+            "kind": claim.kind,
             "claim": claim.text,
             "dataset": dataset,
             "metric": claim.metric,

@@ -34,12 +34,14 @@ __all__ = [
     "CONFIDENCE",
     "MIN_SEEDS",
     "NOT_DECIDED",
+    "OBSERVATION",
     "OPS",
     "PAPER",
     "Claim",
     "Outcome",
     "check_claims",
     "exact_results",
+    "interval",
     "seed_outcome",
     "welch",
 ]
@@ -48,6 +50,7 @@ PAPER = "paper"  # `than` sentinel: the paper's value for the same method, metri
 MIN_SEEDS = 3  # seeds a side needs for a verdict
 CONFIDENCE = 0.95  # two-sided confidence of the band t·SE
 NOT_DECIDED = "not decided"
+OBSERVATION = "the package's observation"  # a claim's source when the paper does not state it
 
 # the claim's margin (positive: the predicate holds) from (difference = value - reference, tolerance)
 OPS: dict[str, Callable[[float, float], float]] = {
@@ -119,13 +122,28 @@ def seed_outcome(
     return Outcome(result, difference, se, df, basis)
 
 
+def interval(outcome: Outcome, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The two-sided ``confidence`` interval of the difference, d ± t_ν·SE (Welch); (NaN, NaN) without a
+    standard error, and the point d itself when SE = 0."""
+    if math.isnan(outcome.se):
+        return math.nan, math.nan
+    if outcome.se == 0:
+        return outcome.difference, outcome.difference
+    half = float(student_t.ppf(1 - (1 - confidence) / 2, outcome.df)) * outcome.se
+    return outcome.difference - half, outcome.difference + half
+
+
 @dataclass(frozen=True)
 class Claim:
     """``method``'s ``metric`` ``op`` ``than``, e.g. ``Claim("FedProx lowers the variance", "var",
     "FedProx", "<", "FedAvg")``. ``than``: a method label, a number, or ``PAPER``. ``op`` ``"≈"`` claims that
     the absolute difference is at most ``tolerance`` (in the metric's unit); :func:`seed_outcome` judges
     it. ``dataset``: the dataset label to check on (default: every dataset of the results). ``source``: where
-    the paper states it."""
+    the paper states it, with its words (e.g. ``§5.2: "... reduces performance variance ..."``), or
+    :data:`OBSERVATION` (optionally followed by why) for a comparison the paper does not state, which is shown
+    but never counted in a headline (``kind``). ``effect``: a size the paper states in the metric's unit as
+    ``value − reference`` (e.g. +1.01 accuracy points); without it the paper's printed numbers give it where
+    they exist. Each row says whether our interval of the difference contains it."""
 
     text: str
     metric: str
@@ -135,6 +153,12 @@ class Claim:
     tolerance: float = 0.0
     dataset: str | None = None
     source: str = ""
+    effect: float | None = None
+
+    @property
+    def kind(self) -> str:
+        """``paper`` (a statement of the paper, counted in a headline) or ``observation`` (the package's)."""
+        return "observation" if self.source.startswith(OBSERVATION) else "paper"
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
@@ -173,7 +197,7 @@ def _check_one(claim: Claim, agg: pd.DataFrame, paper: pd.DataFrame | None, data
         if left is None or right is None
         else seed_outcome(claim.op, left, right, claim.tolerance)
     )
-    in_paper, metric = "n/a", claim.metric
+    in_paper, metric, paper_effect = "n/a", claim.metric, claim.effect
     if claim.than != PAPER:
         p_left = paper_cell(paper, claim.method, metric, dataset)
         p_right = (
@@ -182,9 +206,15 @@ def _check_one(claim: Claim, agg: pd.DataFrame, paper: pd.DataFrame | None, data
             else float(claim.than)
         )
         in_paper = _paper_verdict(claim, p_left, p_right)
+        if paper_effect is None and p_left is not None and p_right is not None:
+            paper_effect = p_left - p_right
     diff = outcome.difference
-    basis = outcome.basis
+    low, high = interval(outcome)
+    contains = (
+        "n/a" if paper_effect is None or math.isnan(low) else "yes" if low <= paper_effect <= high else "no"
+    )
     return {
+        "kind": claim.kind,
         "claim": claim.text,
         "dataset": dataset,
         "metric": claim.metric,
@@ -200,7 +230,11 @@ def _check_one(claim: Claim, agg: pd.DataFrame, paper: pd.DataFrame | None, data
         "difference": diff,
         "se": outcome.se,
         "df": outcome.df,
-        "basis": basis,
+        "interval_low": low,
+        "interval_high": high,
+        "paper_effect": math.nan if paper_effect is None else paper_effect,
+        "interval_holds_paper_effect": contains,
+        "basis": outcome.basis,
         "relative_%": 100 * diff / abs(reference) if reference else math.nan,
         "result": outcome.result,
         "holds_in_paper": in_paper,
@@ -214,9 +248,11 @@ def check_claims(
     """Evaluate ``claims`` on ``agg`` (the long table of :func:`fairfl_core.report.tables.aggregate`, which
     must hold each claim's metric) and, where given, on ``paper`` (from ``experiment_paper_values``).
 
-    One row per claim and dataset: the method's mean (± std, seeds), the reference it is compared with,
-    difference (value - reference), its standard error ``se``, Welch's ``df`` and the ``basis`` of the outcome
-    (e.g. ``t(3.9)·SE, 95%`` or ``not decided (2 seeds)``), the relative difference in %, ``result`` (holds |
+    One row per claim and dataset: its ``kind`` (paper | observation), the method's mean (± std, seeds), the
+    reference it is compared with, difference (value - reference), its standard error ``se``, Welch's ``df``,
+    the 95 % interval of the difference, the paper's effect (``Claim.effect``, else the difference of the
+    paper's printed numbers) and whether the interval holds it, the ``basis`` of the outcome (e.g.
+    ``t(3.9)·SE, 95%`` or ``not decided (2 seeds)``), the relative difference in %, ``result`` (holds |
     within noise | fails | not decided, :func:`seed_outcome`; missing: a method or paper value is absent) and
     ``holds_in_paper`` (the same predicate on the paper's printed means, which carry no seeds: holds | fails;
     n/a without them).

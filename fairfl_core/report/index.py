@@ -35,7 +35,17 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["OPEN_ROWS", "OUTCOMES", "NotebookFolder", "claim_counts", "claim_outcome", "write_index"]
+from fairfl_core.report.claims import OBSERVATION
+
+__all__ = [
+    "OPEN_ROWS",
+    "OUTCOMES",
+    "NotebookFolder",
+    "claim_counts",
+    "claim_outcome",
+    "paper_claims",
+    "write_index",
+]
 
 OUTCOMES = ("holds", "within noise", "fails", "not decided", "not checked")
 OUTCOME_COLUMNS = ("outcome", "result", "verdict", "holds")  # first one present is a claims table's outcome
@@ -91,13 +101,24 @@ def _outcome_column(table: pd.DataFrame) -> str | None:
     return next((c for c in OUTCOME_COLUMNS if c in table.columns), None)
 
 
+def paper_claims(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a claims table that are the paper's claims: not the package's observations (``kind``
+    ``observation``, or a ``source`` that starts with :data:`~fairfl_core.report.claims.OBSERVATION`)."""
+    if "kind" in table.columns:
+        return table[table["kind"] != "observation"]
+    if "source" in table.columns:
+        return table[~table["source"].astype(str).str.startswith(OBSERVATION)]
+    return table
+
+
 def claim_counts(table: pd.DataFrame) -> dict[str, int] | None:
-    """Claims per outcome (every key of :data:`OUTCOMES`) of a claims table, or ``None`` when it has none of
-    the outcome columns :data:`OUTCOME_COLUMNS`."""
+    """The paper's claims (:func:`paper_claims`) per outcome (every key of :data:`OUTCOMES`) of a claims
+    table, or ``None`` when it has none of the outcome columns :data:`OUTCOME_COLUMNS`. The package's
+    observations are shown in the tables and never counted."""
     column = _outcome_column(table)
     if column is None:
         return None
-    counts = Counter(claim_outcome(v) for v in table[column])
+    counts = Counter(claim_outcome(v) for v in paper_claims(table)[column])
     return {o: counts.get(o, 0) for o in OUTCOMES}
 
 

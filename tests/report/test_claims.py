@@ -3,7 +3,7 @@ import math
 import pandas as pd
 import pytest
 
-from fairfl_core.report.claims import PAPER, Claim, check_claims, seed_outcome
+from fairfl_core.report.claims import OBSERVATION, PAPER, Claim, check_claims, interval, seed_outcome
 from fairfl_core.report.results import load_runs
 from fairfl_core.report.tables import aggregate
 from tests.report.conftest import make_config, two_method_results, write_run
@@ -221,3 +221,28 @@ def test_a_stand_in_run_never_takes_the_real_datasets_paper_number(tmp_path):
     agg = aggregate(load_runs(tmp_path, two_method_results(tmp_path, stand_in="CIFAR-10")), metrics=["var"])
     row = _one(Claim("matches paper", "var", "FedAvg", "≈", PAPER, tolerance=1), agg, PAPER_VALUES)
     assert row["dataset"] == "fashion_mnist (stand-in for CIFAR-10)" and row["result"] == "missing"
+
+
+def test_the_interval_of_the_difference_by_hand():
+    # d = −3, SE = √(2/3) = 0.8165, ν = 4, t = 2.7764: d ± 2.2669
+    low, high = interval(seed_outcome("<", (10.0, 1.0, 3), (13.0, 1.0, 3)))
+    assert low == pytest.approx(-3 - 2.776445 * math.sqrt(2 / 3), rel=1e-6)
+    assert high == pytest.approx(-3 + 2.776445 * math.sqrt(2 / 3), rel=1e-6)
+    assert all(math.isnan(x) for x in interval(seed_outcome("<", (10.0, 1.0, 2), (13.0, 1.0, 3))))
+
+
+def test_a_claim_says_whether_our_interval_holds_the_papers_effect(agg3):
+    # FedProx 75 vs FedAvg 71 over 3 seeds: d = 4, interval 4 ± 2.27 = [1.73, 6.27]
+    small = _one(Claim("more accurate", "global_acc", "FedProx", ">", "FedAvg", effect=1.01), agg3)
+    assert small["paper_effect"] == 1.01 and small["interval_holds_paper_effect"] == "no"
+    assert small["interval_low"] == pytest.approx(4 - 2.776445 * math.sqrt(2 / 3), rel=1e-6)
+    large = _one(Claim("more accurate", "global_acc", "FedProx", ">", "FedAvg", effect=5.0), agg3)
+    assert large["interval_holds_paper_effect"] == "yes"
+    # without a stated effect, the paper's printed numbers give it: var 55.0 − 62.44
+    row = _one(Claim("lower variance", "var", "FedProx", "<", "FedAvg"), agg3, PAPER_VALUES)
+    assert row["paper_effect"] == pytest.approx(55.0 - 62.44) and row["kind"] == "paper"
+
+
+def test_the_packages_observations_are_marked():
+    assert Claim("x", "var", "A", "<", "B", source=f"{OBSERVATION}: a control").kind == "observation"
+    assert Claim("x", "var", "A", "<", "B", source='§5: "A is fairer"').kind == "paper"

@@ -168,3 +168,16 @@ def test_figures_are_inline_and_sized_to_the_page(tmp_path):
 def test_index_of_a_missing_directory_says_how_to_make_it(tmp_path):
     with pytest.raises(FileNotFoundError, match="run ./reproduce.sh first"):
         write_index(tmp_path / "reports" / "smoke")
+
+
+def test_the_packages_observations_are_never_counted():
+    table = pd.DataFrame(
+        {
+            "claim": list("abcd"),
+            "result": ["holds", "holds", "fails", "holds"],
+            "source": ['§5: "x"', "the package's observation", "Table 1", "the package's observation: why"],
+        }
+    )
+    assert claim_counts(table)["holds"] == 1 and claim_counts(table)["fails"] == 1
+    kinds = table.assign(kind=["paper", "observation", "paper", "paper"])  # kind, when present, decides
+    assert claim_counts(kinds)["holds"] == 2
