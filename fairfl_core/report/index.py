@@ -229,6 +229,15 @@ def _figure(png: Path, root: Path) -> str:
     )
 
 
+def former_rule_note(tables: list[str]) -> str:
+    """What a page must say when its claims tables were decided by the former rule."""
+    return (
+        f"{', '.join(tables)}: decided by the former rule (a 2·SE band under a normal approximation, one "
+        "seed decided by its sign, the package's observations counted): not comparable with today's rule "
+        "(report.claims: Welch's t at 95 %, at least 3 seeds a side); rerun the notebook to republish them."
+    )
+
+
 class NotebookFolder:
     """One notebook folder's files, sorted into claims, main and other tables, and figures."""
 
@@ -246,6 +255,10 @@ class NotebookFolder:
         self.unreadable = [c.name for c, n in zip(self.claims, counted, strict=True) if n is None]
         readable = [n for n in counted if n is not None]
         self.counts = {o: sum(n[o] for n in readable) for o in OUTCOMES} if readable else None
+        # seed-decided claims tables written before the Welch rule carry an "se" column but no "df"
+        self.former_rule = [
+            c.name for c, t in self.claims.items() if "se" in t.columns and "df" not in t.columns
+        ]
 
     def headline(self) -> str:
         if not self.claims:
@@ -261,6 +274,8 @@ class NotebookFolder:
                 f"{html.escape(', '.join(self.unreadable))}: no outcome column "
                 f"({' / '.join(OUTCOME_COLUMNS)}); not counted"
             )
+        if self.former_rule:
+            parts.append(html.escape(former_rule_note(self.former_rule)))
         return f'<p class="headline">{"<br>".join(parts)}</p>'
 
     def _folded(self, csv: Path, table: pd.DataFrame, root: Path, what: str) -> str:

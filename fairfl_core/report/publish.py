@@ -22,7 +22,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from fairfl_core.report.index import OPEN_ROWS, OUTCOMES, NotebookFolder, write_index
+from fairfl_core.report.index import OPEN_ROWS, OUTCOMES, NotebookFolder, former_rule_note, write_index
 
 __all__ = ["KEPT", "markdown_index", "publish"]
 
@@ -135,7 +135,9 @@ def _headline(nb: NotebookFolder) -> str:
     counts = ", ".join(
         f"**{nb.counts[o]}** {o}" for o in OUTCOMES if o not in ("not decided", "not checked") or nb.counts[o]
     )
-    return f"Claims: {counts} (from {', '.join(c.name for c in nb.claims if c.name not in nb.unreadable)})."
+    tables = ", ".join(c.name for c in nb.claims if c.name not in nb.unreadable)
+    line = f"Claims of the paper: {counts} (from {tables})."
+    return f"{line} **{former_rule_note(nb.former_rule)}**" if nb.former_rule else line
 
 
 def _markdown_table(md: Path) -> str:

@@ -55,7 +55,7 @@ def test_publish_copies_tables_and_figures_of_successful_notebooks(tmp_path):
 
     readme = (dest / "README.md").read_text()
     assert "# Published results: profile `quick`" in readme
-    assert "Claims: **1** holds, **1** within noise, **1** fails (from claims.csv)" in readme
+    assert "Claims of the paper: **1** holds, **1** within noise, **1** fails (from claims.csv)." in readme
     assert "| FedEBA+  | 25 ± 3" in readme  # the main table inline
     assert "![curves](fedeba_plus/curves.png)" in readme and "[claims](fedeba_plus/claims.md)" in readme
     assert readme.index("## afga") < readme.index("## fedeba_plus")
@@ -137,3 +137,13 @@ def test_results_of_uncommitted_code_are_not_published(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "fedeba_plus: ran from a tree with uncommitted changes (abc1234 (with uncommitted changes))" in err
     assert "afga: runs computed by code with uncommitted changes (abc1234-dirty), not published" in err
+
+
+def test_a_page_decided_by_the_former_rule_says_so(tmp_path):
+    reports, dest = tmp_path / "reports" / "quick", tmp_path / "published" / "quick"
+    _notebook(reports / "afga", "ok")
+    old = pd.DataFrame({"claim": ["a"], "result": ["holds"], "se": [0.5], "basis": ["2·SE"]})
+    save_table(old, reports / "afga", "claims_old")
+    publish(reports, dest)
+    assert "claims_old.csv: decided by the former rule" in (dest / "README.md").read_text()
+    assert "decided by the former rule" in (dest / "index.html").read_text()
