@@ -120,7 +120,8 @@ def runs_header(runs: list[dict] | None) -> str:
     behind = [r for r in runs if r.get("numbers_version") != current(r)]
     versions = ", ".join(sorted({str(r.get("numbers_version")) for r in runs}))
     commits = sorted({str(r.get("commit")) for r in runs})
-    line = f"{len(runs)} runs, numbers version(s) {versions}, computed by commit(s) {', '.join(commits)}"
+    by = f"commit {commits[0]}" if len(commits) == 1 else f"{len(commits)} commits ({', '.join(commits)})"
+    line = f"{len(runs)} runs, numbers version(s) {versions}, computed by {by}"
     if behind:
         return (
             f"{line}. **{len(behind)} of them were computed by another numbers version than this code's**: "

@@ -99,15 +99,19 @@ def test_a_page_says_which_numbers_versions_computed_its_runs(tmp_path):
     older = {**current, "numbers_version": "c0.a1.m1"}
     lines = [{"hash": "h1", **current}, {"hash": "h1", **current}, {"hash": "h2", **current}]
     (reports / "fedeba_plus" / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
-    (reports / "afga" / "runs.jsonl").write_text(json.dumps({"hash": "h3", **older}) + "\n")
+    later = {**current, "hash": "h4", "commit": "def5678"}
+    (reports / "afga" / "runs.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in ({"hash": "h3", **older}, later))
+    )
     publish(reports, dest)
     meta = json.loads((dest / "fedeba_plus" / "published.json").read_text())
     assert [r["hash"] for r in meta["runs"]] == ["h1", "h2"]  # each run once
     readme = (dest / "README.md").read_text()
     sections = {s.split("\n", 1)[0]: s for s in readme.split("## ")[1:]}
-    assert "2 runs, numbers version(s) c1.a1.m1, computed by commit(s) abc1234: this code's" in sections[
+    assert "2 runs, numbers version(s) c1.a1.m1, computed by commit abc1234: this code's" in sections[
         "fedeba_plus"
     ]
+    assert "computed by 2 commits (abc1234, def5678)" in sections["afga"]  # several: said so
     assert "**1 of them were computed by another numbers version than this code's**" in sections["afga"]
     assert "Numbers version not recorded" in sections["gifair_fl"]
 
