@@ -66,15 +66,29 @@ class KernelJitter(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         if func.overloadpacket not in REDUCTIONS:
             return out
-        s = _STEPS[zlib.crc32(f"{func}{_shapes(args)}".encode()) % len(_STEPS)]
-        if func._schema.is_mutable:  # in place: the mutated first argument is the result
-            _scale_(args[0], s)
+        # keyed on the operation (not its overload: ``mm.out`` computes what ``mm`` does) and the positional
+        # inputs' shapes
+        s = _STEPS[zlib.crc32(f"{func.overloadpacket}{_shapes(args)}".encode()) % len(_STEPS)]
+        if func._schema.is_mutable:  # in place or out=: the arguments it writes are the result
+            for tensor in _written(func, args, kwargs or {}):
+                _scale_(tensor, s)
             return out
         if isinstance(out, torch.Tensor):
             return _scaled(out, s)
         if isinstance(out, tuple):
             return tuple(_scaled(t, s) if isinstance(t, torch.Tensor) else t for t in out)
         return out
+
+
+def _written(func, args, kwargs) -> list[torch.Tensor]:
+    """The tensors an in-place (``self``) or ``out=`` overload writes, from its schema."""
+    written = []
+    for i, arg in enumerate(func._schema.arguments):
+        if arg.alias_info is not None and arg.alias_info.is_write:
+            value = kwargs.get(arg.name) if arg.kwarg_only or i >= len(args) else args[i]
+            if isinstance(value, torch.Tensor):
+                written.append(value)
+    return written
 
 
 def _scaled(t: torch.Tensor, s: int) -> torch.Tensor:

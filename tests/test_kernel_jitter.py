@@ -77,3 +77,13 @@ def test_integer_results_stay_exact():
         fractions = torch.full((4, 7), 0.1, dtype=torch.float64).sum(1)
     assert torch.equal(counts, torch.full((4,), 7.0, dtype=torch.float64))
     assert not torch.equal(fractions, torch.full((4, 7), 0.1, dtype=torch.float64).sum(1))
+
+
+def test_out_and_in_place_overloads_perturb_what_they_write_not_their_inputs():
+    a = torch.full((3, 3), 0.1, dtype=torch.float64)
+    with KernelJitter():
+        out = torch.empty(3, 3, dtype=torch.float64)
+        torch.mm(a, a, out=out)
+        plain = torch.mm(a, a)
+    assert torch.equal(a, torch.full((3, 3), 0.1, dtype=torch.float64))  # the input is untouched
+    assert torch.equal(out, plain)  # the same operation on the same shapes: the same perturbation

@@ -6,6 +6,11 @@ import numpy as np
 import pytest
 
 from fairfl_core.gossip import CommCostModel, transfer_seconds
+from tests.rounding import assert_close
+
+# The cost model against hand values: a few products and sums of decimal constants, no long reduction. γ_n
+# bounds n roundings in sequence (Higham 2002, Lemma 3.1), so terms counts the roundings of the longest chain,
+# the decimal literals' own on both sides included.
 
 Z = 24  # Setting 1's local iterations: AFGA and CAFGA gossip Z times per round
 
@@ -21,7 +26,8 @@ TABLE1_ROUNDS_TO_78 = {"FedAMSGrad": 388, "AFGA": 302, "CAFGA": 233}  # Table 1,
 def test_default_round_times():
     model = CommCostModel()
     assert model.round_seconds(0) == 1800.0  # 100 × 18 s = 0.50 h
-    assert model.round_seconds(Z) == pytest.approx(2664.0, abs=1e-9)  # + 24 × 20 × 1.8 s = 0.74 h
+    # + 24 × 20 × 1.8 s = 0.74 h; roundings: the literal 1.8, × 1.8, the sum
+    assert_close(model.round_seconds(Z), 2664.0, terms=3)
 
 
 def test_table_7_from_table_1_rounds():
@@ -29,15 +35,17 @@ def test_table_7_from_table_1_rounds():
     model = CommCostModel()
     for method, rounds in TABLE1_ROUNDS_TO_78.items():
         steps, hours = TABLE7[method]
-        assert model.hours_to_target(rounds, steps) == pytest.approx(hours[2], abs=1e-9)
+        # round_seconds (3), × rounds, / 3600 and the printed hours' literal: 6 roundings
+        assert_close(model.hours_to_target(rounds, steps), hours[2], terms=6, what=method)
 
 
 def test_every_table_7_cell_is_whole_rounds_times_the_round_time():
     model = CommCostModel()
     for steps, hours in TABLE7.values():
         rounds = np.asarray(hours) / model.hours_to_target(1, steps)
-        assert np.abs(rounds - np.round(rounds)).max() < 1e-9
-        assert model.hours_to_target(np.round(rounds), steps) == pytest.approx(hours, abs=1e-9)
+        # hours_to_target (5 roundings), the literal and the division: 7
+        assert_close(rounds, np.round(rounds), terms=7, what="rounds")
+        assert_close(model.hours_to_target(np.round(rounds), steps), hours, terms=6, what="hours")
 
 
 def test_cost_from_links_by_hand():
@@ -51,11 +59,13 @@ def test_cost_from_links_by_hand():
         server_transfers_per_round=10,
         peer_transfers_per_gossip_step=2,
     )
-    assert model.server_transfer_s == pytest.approx(2.426744, abs=1e-12)
-    assert model.peer_transfer_s == pytest.approx(0.2476744, abs=1e-12)
-    # 10 × 2.426744 + 24 × 2 × 0.2476744 = 24.26744 + 11.8883712
-    assert model.round_seconds(Z) == pytest.approx(36.1558112, abs=1e-9)
-    assert model.hours_to_target(100, Z) == pytest.approx(3615.58112 / 3600, abs=1e-12)
+    # latency literal + bytes / bandwidth against the literal: 4 roundings
+    assert_close(model.server_transfer_s, 2.426744, terms=4)
+    assert_close(model.peer_transfer_s, 0.2476744, terms=4)
+    # 10 × 2.426744 + 24 × 2 × 0.2476744 = 24.26744 + 11.8883712: a transfer (3), × count, sum, literal
+    assert_close(model.round_seconds(Z), 36.1558112, terms=6)
+    # round_seconds (5), × 100, / 3600, and the literal and its division: 9
+    assert_close(model.hours_to_target(100, Z), 3615.58112 / 3600, terms=9)
     assert transfer_seconds(1000, 100) == 10.0
 
 

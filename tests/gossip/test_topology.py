@@ -23,6 +23,7 @@ from fairfl_core.gossip import (
     topology,
     unbalanced_complete,
 )
+from tests.rounding import assert_close, reduction_tolerance
 
 
 def ring_rho(n: int) -> float:
@@ -34,9 +35,31 @@ def ring_rho(n: int) -> float:
     return (1 + 2 * math.cos(2 * math.pi / n)) / 3
 
 
+def gap_bound(W: np.ndarray, svds: int = 1) -> dict:
+    """The rounding bound (``tests/rounding.py``) of ρ(W) = ‖W − 11ᵀ/n‖₂ from LAPACK's SVD against another
+    computation of it. The SVD is backward stable (Higham 2002, Thm 19.4 and §19.3; Golub & Van Loan 2013,
+    §8.6): it reduces A = W − 11ᵀ/n to bidiagonal form by 2n Householder reflections applied in sequence, each
+    a dot product of n terms, so it is the exact SVD of A + ΔA with ‖ΔA‖_F ≤ 2n · γ_n · ‖A‖_F, and by Weyl's
+    inequality σ_max moves by at most ‖ΔA‖₂ ≤ ‖ΔA‖_F: terms n, depth 2n per SVD, scale ‖A‖_F (at least 1,
+    the size of a closed form's terms), and one more reduction for the other side (a closed form's cos)."""
+    n = W.shape[0]
+    return dict(terms=n, depth=svds * 2 * n + 1, scale=max(float(np.linalg.norm(W - 1.0 / n)), 1.0))
+
+
+# Metropolis–Hastings rows: W_ii = 1 − Σ_{j≠i} W_ij, then the check's Σ_j W_ij: two sums of n terms whose
+# sizes add up to at most 2 (the 1 and the row), the rounding bound of tests/rounding.py
+def mh_atol(n: int) -> float:
+    return 2 * reduction_tolerance(terms=n, depth=2)
+
+
+# Sinkhorn stops when B's row sums are within 1e-13 of 1 (topology.py), so an unbalanced_complete W is
+# doubly stochastic to that tolerance, not to rounding: the checks of W that may be one keep 1e-12
+SINKHORN_ATOL = 1e-12
+
+
 @pytest.mark.parametrize("n", [*range(3, 41), 50, 64, 99, 100, 257])
 def test_ring_spectral_gap_matches_its_closed_form(n):
-    assert spectral_gap(ring(n)) == pytest.approx(ring_rho(n), abs=1e-12)
+    assert_close(spectral_gap(ring(n)), ring_rho(n), **gap_bound(ring(n)), what="ρ of the ring")
 
 
 def test_ring_reproduces_the_papers_spectral_gaps():
@@ -47,31 +70,33 @@ def test_ring_reproduces_the_papers_spectral_gaps():
 
 def test_ring_weights_and_small_rings():
     W = ring(5)
-    assert W[0].tolist() == pytest.approx([1 / 3, 1 / 3, 0, 0, 1 / 3], abs=0)
+    assert W[0].tolist() == [1 / 3, 1 / 3, 0, 0, 1 / 3]  # the same division 1.0 / 3.0
     assert np.array_equal(W, W.T)
     assert np.array_equal(ring(1), np.eye(1))
     assert np.array_equal(ring(2), np.full((2, 2), 0.5))  # pairwise averaging, not weights 1/3 and 2/3
-    assert np.allclose(ring(3), complete(3), rtol=0, atol=1e-16)
-    assert spectral_gap(ring(2)) == pytest.approx(0.0, abs=1e-15)
+    assert np.array_equal(ring(3), complete(3))  # both 1.0 / 3.0 everywhere
+    assert spectral_gap(ring(2)) == 0.0  # W − 11ᵀ/2 = 0.5 − 0.5 = 0 exactly
 
 
 def test_complete_and_disconnected_gaps():
-    assert spectral_gap(complete(50)) == pytest.approx(0.0, abs=1e-14)
-    assert spectral_gap(disconnected(50)) == pytest.approx(1.0, abs=1e-14)
-    assert spectral_gap(disconnected(1)) == pytest.approx(0.0, abs=0)
+    assert spectral_gap(complete(50)) == 0.0  # W − 11ᵀ/n = 1/50 − 1/50 = 0 exactly
+    assert_close(spectral_gap(disconnected(50)), 1.0, **gap_bound(disconnected(50)), what="ρ(I)")
+    assert spectral_gap(disconnected(1)) == 0.0  # 1 − 1 = 0
 
 
 def test_metropolis_hastings_on_a_path_by_hand():
     # path 0 - 1 - 2: degrees 1, 2, 1, every edge weight 1/(1 + 2) = 1/3
     A = np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=bool)
     expected = np.array([[2 / 3, 1 / 3, 0], [1 / 3, 1 / 3, 1 / 3], [0, 1 / 3, 2 / 3]])
-    assert np.allclose(metropolis_hastings(A), expected, rtol=0, atol=1e-15)
+    # off the diagonal 1/(1 + 2) is the same division as 1 / 3; W_ii = 1 − Σ_{j≠i} W_ij against a hand
+    # fraction: a sum of 3 + 1 terms of sizes adding up to at most 2
+    assert_close(metropolis_hastings(A), expected, terms=4, scale=2.0, what="Metropolis–Hastings W")
 
 
 @pytest.mark.parametrize(("n", "rho"), [(50, 0.455), (10, 0.766), (20, 0.9)])
 def test_random_topology_hits_the_target_gap(n, rho):
     W = random_graph(n, rho, seed=3)
-    check_mixing_matrix(W, atol=1e-12)
+    check_mixing_matrix(W, atol=mh_atol(n))
     assert np.array_equal(W, W.T)
     assert abs(spectral_gap(W) - rho) <= 0.01
     assert np.array_equal(W, random_graph(n, rho, seed=3))
@@ -79,14 +104,17 @@ def test_random_topology_hits_the_target_gap(n, rho):
 
 
 def test_random_topology_at_rho_zero_is_the_complete_graph():
-    assert np.allclose(random_graph(12, 0.0), complete(12), rtol=0, atol=1e-15)
+    # the same 1/12 off the diagonal; W_ii = 1 − 11 × (1/12), a sum of 12 terms of sizes adding up to 2
+    assert_close(random_graph(12, 0.0), complete(12), terms=12, scale=2.0, what="W")
 
 
 @pytest.mark.parametrize("seed", range(5))
 def test_unbalanced_complete_has_the_exact_target_gap(seed):
     W = unbalanced_complete(10, 0.335, seed=seed)  # Fig. 1b
-    check_mixing_matrix(W, atol=1e-12)
-    assert spectral_gap(W) == pytest.approx(0.335, abs=1e-12)
+    check_mixing_matrix(W, atol=SINKHORN_ATOL)
+    # ρ(W) = c ρ(B) with c = 0.335 / ρ(B) exactly in real arithmetic (W − 11ᵀ/n = c (B − 11ᵀ/n)): two SVDs,
+    # and the rounding of c and of W's entries (one more reduction)
+    assert_close(spectral_gap(W), 0.335, **gap_bound(W, svds=2), what="ρ(W)")
     assert (W > 0).all()  # fully connected
     off = W[~np.eye(10, dtype=bool)]
     assert off.std() > 1e-3  # unequal ("unbalanced") weights
@@ -96,8 +124,10 @@ def test_unbalanced_complete_has_the_exact_target_gap(seed):
 def test_every_topology_is_symmetric_and_doubly_stochastic(name):
     rho = {"random": 0.5, "unbalanced_complete": 0.3}.get(name)
     W = topology(name, 16, rho=rho, seed=1)
-    assert np.array_equal(check_mixing_matrix(W, atol=1e-12), W)
-    assert np.allclose(W, W.T, rtol=0, atol=1e-15)
+    assert np.array_equal(check_mixing_matrix(W, atol=SINKHORN_ATOL), W)
+    # symmetric by construction, except that unbalanced_complete scales S_ij by d_i d_j as (S_ij d_i) d_j, so
+    # W_ij and W_ji round differently: two products, then (1 − c)/n + c B (a product and a sum)
+    assert_close(W, W.T, terms=2, depth=2, what="W against Wᵀ")
 
 
 def test_cafga_with_one_cluster_equals_afga():
@@ -115,19 +145,19 @@ def test_cafga_block_diagonal_rings():
         block = slice(10 * k, 10 * (k + 1))
         assert np.array_equal(W[block, block], ring(10))
     assert np.count_nonzero(W) == 5 * 30  # nothing outside the blocks
-    assert cluster_gaps(W, labels) == pytest.approx([ring_rho(10)] * 5, abs=1e-12)
+    assert_close(cluster_gaps(W, labels), [ring_rho(10)] * 5, **gap_bound(ring(10)), what="ρ of the blocks")
     # the whole network is disconnected across clusters: ρ(W) = 1
-    assert spectral_gap(W) == pytest.approx(1.0, abs=1e-12)
+    assert_close(spectral_gap(W), 1.0, **gap_bound(W), what="ρ(W)")
 
 
 def test_clusters_of_any_assignment_and_size():
     labels = np.array([0, 1, 0, 1, 0, 2])  # clusters {0, 2, 4}, {1, 3}, {5}
     W = clustered(labels, "ring")
-    assert np.allclose(W[np.ix_([0, 2, 4], [0, 2, 4])], 1 / 3, rtol=0, atol=1e-16)
+    assert (W[np.ix_([0, 2, 4], [0, 2, 4])] == 1 / 3).all()  # ring(3) is 1.0 / 3.0 everywhere
     assert np.array_equal(W[np.ix_([1, 3], [1, 3])], np.full((2, 2), 0.5))
     assert W[5, 5] == 1.0
     assert W[0, 1] == W[1, 0] == W[4, 5] == 0
-    assert cluster_gaps(W, labels) == pytest.approx([0.0, 0.0, 0.0], abs=1e-15)
+    assert cluster_gaps(W, labels).tolist() == [0.0, 0.0, 0.0]  # blocks 1/3, 1/2 and 1 minus themselves
 
 
 def test_cluster_gaps_of_random_clusters_hit_the_target():
@@ -143,7 +173,7 @@ def test_subset_ring_embeds_a_ring_over_the_selected_clients():
     assert np.array_equal(W[others], np.eye(10)[others])
     assert np.array_equal(W[:, others], np.eye(10)[:, others])
     assert np.array_equal(W[np.ix_([2, 5, 7, 9], [2, 5, 7, 9])], ring(4))  # ring in ascending id order
-    check_mixing_matrix(W, atol=1e-15)
+    check_mixing_matrix(W, atol=reduction_tolerance(terms=10))  # rows of 10 terms summing to 1
     assert np.array_equal(subset_ring(6, [4]), np.eye(6))
 
 

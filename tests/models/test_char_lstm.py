@@ -14,8 +14,18 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from fairfl_core.models import build_model
 from fairfl_core.models.lstm import use_kernel
+from tests.models.conftest import SEQ_LEN
+from tests.rounding import assert_close
 
 HIDDEN = 32  # small widths keep the comparison fast; the gate math does not depend on them
+
+# Two implementations of the LSTM, compared at the rounding bound of tests/rounding.py. Forward: the gate
+# products have at most 80 + HIDDEN terms (lstm_afga's embedding and the hidden state), and the logits pass
+# through the recurrence's chain of SEQ_LEN positions, the second layer's last step and the head. Gradients:
+# the weight gradients sum over SEQ_LEN positions × 4 samples, through the forward chain, the loss's 2 and as
+# many reductions back.
+FORWARD = dict(terms=80 + HIDDEN, depth=SEQ_LEN + 2)
+GRADIENT = dict(terms=SEQ_LEN * 4, depth=2 * (SEQ_LEN + 2) + 2)
 
 
 def reference_lstm(model, biases):
@@ -59,7 +69,7 @@ def test_both_presets_equal_the_gate_equations_written_out(make_input):
         model = build_model(name, hidden_size=HIDDEN).double().eval()
         tokens = make_input(name, (4,))
         with torch.no_grad():
-            torch.testing.assert_close(model(tokens), explicit_gates(model, tokens), atol=1e-12, rtol=1e-12)
+            assert_close(model(tokens), explicit_gates(model, tokens), **FORWARD, what=name)
 
 
 def test_afga_lstm_equals_torch_lstm(make_input):
@@ -68,7 +78,7 @@ def test_afga_lstm_equals_torch_lstm(make_input):
     tokens = make_input("lstm_afga", (4,))
     expected = reference_lstm(model, lambda layer: (layer.bias_ih, layer.bias_hh))
     with torch.no_grad():
-        torch.testing.assert_close(model(tokens), expected(tokens), atol=1e-12, rtol=1e-12)
+        assert_close(model(tokens), expected(tokens), **FORWARD, what="logits")
 
 
 def test_leaf_lstm_is_basic_lstm_cell_with_forget_bias_one(make_input):
@@ -81,9 +91,9 @@ def test_leaf_lstm_is_basic_lstm_cell_with_forget_bias_one(make_input):
     expected = reference_lstm(model, lambda layer: (layer.bias, forget_one))
     tokens = make_input("lstm_leaf", (4,))
     with torch.no_grad():
-        torch.testing.assert_close(model(tokens), expected(tokens), atol=1e-12, rtol=1e-12)
+        assert_close(model(tokens), expected(tokens), **FORWARD, what="logits")
         without = reference_lstm(model, lambda layer: (layer.bias, torch.zeros_like(forget_one)))
-        assert not torch.allclose(model(tokens), without(tokens), atol=1e-4)
+        assert not torch.allclose(model(tokens), without(tokens), atol=1e-4)  # far beyond rounding
 
 
 def test_lstm_init_follows_torch_default():
@@ -108,9 +118,9 @@ def test_gates_kernel_equals_the_fused_kernel_forward_and_gradient(make_input):
             out = model(tokens)
             outputs.append(out.detach())
             grads.append(torch.autograd.grad(F.cross_entropy(out, labels), list(model.parameters())))
-        torch.testing.assert_close(outputs[1], outputs[0], atol=1e-12, rtol=1e-12)
+        assert_close(outputs[1], outputs[0], **FORWARD, what=f"{name} logits")
         for g_gates, g_fused in zip(grads[1], grads[0], strict=True):
-            torch.testing.assert_close(g_gates, g_fused, atol=1e-12, rtol=1e-10)
+            assert_close(g_gates, g_fused, **GRADIENT, what=f"{name} gradient")
 
 
 def test_gates_kernel_maps_over_stacked_clients(make_input):
@@ -122,7 +132,7 @@ def test_gates_kernel_maps_over_stacked_clients(make_input):
     out = vmap(lambda p, b, x: functional_call(base, (p, b), (x,)))(params, buffers, tokens)
     with torch.no_grad():
         for k, model in enumerate(models):
-            torch.testing.assert_close(out[k], model(tokens[k]), atol=1e-12, rtol=1e-12)
+            assert_close(out[k], model(tokens[k]), **FORWARD, what=f"client {k}")
 
 
 def test_use_kernel_names_the_kernels():

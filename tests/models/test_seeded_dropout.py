@@ -64,7 +64,9 @@ def _train(kind, client_axis="auto", clients=(0, 1, 2), seed=5):
 def test_every_trainer_and_client_axis_applies_the_same_masks():
     reference = _train("sequential")
     for axis in ("loop", "vmap"):
-        assert (_train("batched", axis) - reference).abs().max() < 1e-12, axis
+        # another trainer: the rounding bound of tests/rounding.py (sums over the tiny fixture's at most 117
+        # samples, 7 reductions a step for 3 steps); other masks would move the parameters far beyond it
+        assert_close(_train("batched", axis), reference, terms=117, depth=7 * 3, what=axis)
 
 
 def test_a_clients_masks_do_not_depend_on_the_other_rows_or_the_global_generator():

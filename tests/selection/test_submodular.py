@@ -27,6 +27,7 @@ from fairfl_core.selection.submodular import (
     trace_summary,
     unionfl_objective,
 )
+from tests.rounding import assert_close, reduction_tolerance
 
 
 def random_dist(seed, n=7, dim=3):
@@ -57,8 +58,12 @@ def value_table(obj):
     return np.array([obj.value(subset(mask, n)) for mask in range(1 << n)])
 
 
-def diminishing_returns_and_monotone(values, n, tol=1e-10):
-    """(Δ(e|A) ≥ Δ(e|B) for all A ⊆ B, e ∉ B;  f(A) ≤ f(A ∪ {e}) for all A, e), from all subsets' values."""
+def diminishing_returns_and_monotone(values, n):
+    """(Δ(e|A) ≥ Δ(e|B) for all A ⊆ B, e ∉ B;  f(A) ≤ f(A ∪ {e}) for all A, e), from all subsets' values.
+    Equal gains in real arithmetic may differ by rounding: each value is off by at most γ_{n+2} of the largest
+    value (n distance terms, n·D0, the bonus and H), so a gain, a difference of two, by twice that, and two
+    gains compared by 4 γ_{n+2}: depth 2 of tests/rounding.py's bound."""
+    tol = reduction_tolerance(terms=n + 2, depth=2) * float(np.abs(values).max())
     submodular = monotone = True
     for b in range(1 << n):
         a = b
@@ -88,7 +93,11 @@ def test_marginal_gains_match_brute_force(seed, build):
         if len(outside) == 0:
             continue
         brute = values[mask | (1 << outside)] - values[mask]
-        assert np.allclose(obj.gains(state, outside), brute, rtol=0, atol=1e-12 * np.abs(values).max())
+        # incremental gains against differences of values: each value sums n distance terms, n·D0, the bonus
+        # and λ·min(b, Σφ) (n + 2 terms), and the difference of two values takes 2 such reductions; the
+        # terms' sizes are bounded by the largest value
+        bound = dict(terms=n + 2, depth=2, scale=float(np.abs(values).max()))
+        assert_close(obj.gains(state, outside), brute, **bound, what=f"gains after {subset(mask, n)}")
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -137,8 +146,11 @@ def test_truncation_is_active_exactly_when_the_phi_sum_exceeds_b():
     for e in range(n):
         before = state.used
         gain = float(obj.gains(state, np.array([e]))[0])
-        assert gain == pytest.approx(lam * (min(b, before + phi[e]) - min(b, before)), abs=1e-15)
-        assert (gain == pytest.approx(lam * phi[e], abs=1e-15)) == (before + phi[e] <= b)
+        assert gain == lam * (min(b, before + phi[e]) - min(b, before))  # the same operations (G's gain is 0)
+        # unsaturated, λ·((Σφ + φ_e) − Σφ) equals λ φ_e up to the rounding of the sum, the difference and the
+        # products: 2γ_2 of λ (Σφ + φ_e); saturated, it is λ (b − Σφ), less than λ φ_e by far more
+        full = abs(gain - lam * phi[e]) <= reduction_tolerance(terms=2) * lam * (before + phi[e])
+        assert full == (before + phi[e] <= b)
         obj.add(state, e)
 
 
@@ -235,7 +247,8 @@ def test_recent_union_uses_the_last_window_rounds():
 def test_distance_scale_mean_changes_the_balance_with_mu():
     dist = random_dist(2, n=6)
     scaled = normalize_distances(dist, "mean")
-    assert (scaled.sum() - np.trace(scaled)) / 30 == pytest.approx(1.0, rel=1e-14)
+    # the mean of the 30 off-diagonal distances (a sum of 36 terms) divides them, which sum to 30 means again
+    assert_close((scaled.sum() - np.trace(scaled)) / 30, 1.0, terms=36, depth=2)
     assert np.array_equal(normalize_distances(dist), dist)
     assert np.array_equal(normalize_distances(np.zeros((3, 3)), "mean"), np.zeros((3, 3)))
     # G alone: the same choices in any units
@@ -299,9 +312,11 @@ HAND_LOSSES = np.array([0.0, 0.0, np.e - 1])
 
 @pytest.mark.parametrize("reading,factor", [("literal", 1.0), ("averaged", 1 / 3), ("normalised", 1 / 12)])
 def test_each_objective_scale_multiplies_g_by_its_hand_computed_factor(reading, factor):
-    assert OBJECTIVE_SCALES[reading](HAND_DIST) == pytest.approx(factor)
+    assert OBJECTIVE_SCALES[reading](HAND_DIST) == factor  # 1.0, 1.0 / 3 and 1.0 / (3 · 4): same divisions
     g = FacilityLocation(scale_objective(HAND_DIST, reading))
-    assert [g.value([e]) for e in range(3)] == pytest.approx([6 * factor, 7 * factor, 5 * factor])
+    # scaled distances (one rounding), then n·D0 − Σ of 3 nearest distances: terms of sizes up to 24 factor
+    values = [g.value([e]) for e in range(3)]
+    assert_close(values, [6 * factor, 7 * factor, 5 * factor], terms=4, depth=2, scale=24 * factor)
     assert g.value([]) == 0.0
 
 
@@ -335,13 +350,18 @@ def test_the_trace_records_g_gaps_h_range_saturation_and_steering_by_hand():
     chosen = greedy(objective, 2)
     assert chosen.tolist() == [2, 0]
     steps = selection_trace(objective, chosen)
-    assert [s["g_gap"] for s in steps] == pytest.approx([1 / 3, 0.0])
-    assert [s["h_range"] for s in steps] == pytest.approx([0.95, 0.0])
+    # G's gains sum 3 terms of the scaled distances (each rounded by the scaling) and a gap is the difference
+    # of two: 2 reductions of 3 terms, of sizes adding up to 7/3; H's gain is λ·φ with φ = log1p(e − 1) ≈ 1
+    # (the literal e − 1, log1p, the product: 3 roundings)
+    g_bound = dict(terms=3, depth=2, scale=7 / 3)
+    assert_close([s["g_gap"] for s in steps], [1 / 3, 0.0], **g_bound, what="G gaps")
+    assert_close([s["h_range"] for s in steps], [0.95, 0.0], terms=3, what="H ranges")
     assert [s["unsaturated"] for s in steps] == [True, True]
     assert [s["steered"] for s in steps] == [True, False]
     summary = trace_summary(steps)
-    assert summary["g_gap_min"] == pytest.approx(0.0) and summary["g_gap_median"] == pytest.approx(1 / 6)
-    assert summary["h_range_max"] == pytest.approx(0.95)
+    assert_close(summary["g_gap_min"], 0.0, **g_bound, what="smallest G gap")
+    assert_close(summary["g_gap_median"], 1 / 6, **g_bound, what="median G gap")  # (gap + 0) / 2
+    assert_close(summary["h_range_max"], 0.95, terms=3, what="largest H range")
     assert (summary["unsaturated_steps"], summary["steered_steps"]) == (2, 1)
 
 

@@ -14,8 +14,18 @@ from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
 from fairfl_core.sim.local import LocalSpec
 from tests.conftest import tiny_federated
+from tests.rounding import assert_close
 
 CLIENTS = np.array([0, 3, 5])
+
+# Two computations of the same BatchNorm training or evaluation (a batch and a client alone, batched and
+# sequential trainers, the engine and a plain module): the rounding bound of tests/rounding.py. The longest
+# sums have 64 terms (the dense layer's 64 inputs; the batch statistics' and the convolution's weight
+# gradients over 4 samples × 16 pixels); a step passes through 10 reductions (convolution, batch mean and
+# variance, dense layer, log-softmax and mean forward; the dense layer, BatchNorm's two sums and the
+# convolution backward); an evaluation through 5 (the running statistics are fixed: convolution, dense layer,
+# log-softmax, mean, and the accuracy's mean).
+TERMS, STEP, EVAL = 64, 10, 5
 
 
 def bn_model():
@@ -46,7 +56,8 @@ def test_a_clients_accuracy_depends_neither_on_other_clients_nor_on_the_evaluati
         together = engine.losses(w, np.arange(6), "test")
         stacked = engine.losses(w.expand(6, -1), np.arange(6), "test")
         for loss, acc in (together, stacked):
-            assert abs(float(loss[2] - alone[0][0])) < 1e-12 and abs(float(acc[2] - alone[1][0])) < 1e-12
+            assert_close(loss[2], alone[0][0], terms=TERMS, depth=EVAL, what="loss")
+            assert_close(acc[2], alone[1][0], terms=TERMS, depth=EVAL, what="accuracy")
 
 
 @pytest.mark.parametrize("client_axis", ["vmap", "loop"])
@@ -58,8 +69,8 @@ def test_each_client_keeps_its_own_running_statistics_batched_as_sequential(clie
         out[kind] = engine.train(CLIENTS, engine.init_params(), spec, seed=1)
     batched, sequential = out["batched"], out["sequential"]
     assert batched.running.shape == (3, 8)  # running mean and variance of 4 channels
-    assert (batched.running - sequential.running).abs().max() < 1e-12
-    assert (batched.params - sequential.params).abs().max() < 1e-12
+    assert_close(batched.running, sequential.running, terms=TERMS, depth=STEP * 3, what="running statistics")
+    assert_close(batched.params, sequential.params, terms=TERMS, depth=STEP * 3, what="parameters")
     assert (batched.running[0] - batched.running[1]).abs().max() > 1e-6
     init = _engine().running
     assert (batched.running - init).abs().min() > 0
@@ -80,7 +91,8 @@ def test_a_plain_module_gives_the_same_running_statistics():
         nn.functional.cross_entropy(logits, engine.data.y[idx]).backward()
         opt.step()
     bn = model[1]
-    assert (result.running[1] - torch.cat([bn.running_mean, bn.running_var])).abs().max() < 1e-12
+    expected = torch.cat([bn.running_mean, bn.running_var])
+    assert_close(result.running[1], expected, terms=TERMS, depth=STEP * 3, what="running statistics")
 
 
 def test_the_server_averages_the_uploaded_statistics_and_evaluates_with_them():
@@ -92,7 +104,8 @@ def test_the_server_averages_the_uploaded_statistics_and_evaluates_with_them():
     local = Simulation(_engine(), train, seed=0).engine
     local.set_running_stats(running)
     expected = local.train(out.selected, start, sim.local_spec(0), sim.seed_for(0, "batches"))
-    assert (algo.state["running"] - expected.running.mean(0)).abs().max() < 1e-12
+    # the same local training; the server's average of 3 clients' statistics against their mean here
+    assert_close(algo.state["running"], expected.running.mean(0), terms=3, what="averaged running statistics")
     assert torch.equal(sim.engine.running, algo.state["running"])
     resumed = build_algorithm("fedavg", Simulation(_engine(), train, seed=0), {})
     resumed.load_state_dict(copy.deepcopy(algo.state_dict()))
@@ -125,8 +138,11 @@ def test_gossip_mixes_the_running_statistics_with_the_parameters(kind):
     average = torch.full((3, 3), 1 / 3, dtype=torch.float64)
     stack.mix(lambda x: (average @ x.reshape(3, -1)).reshape(x.shape))
     after = stack.result()
-    torch.testing.assert_close(after.running, before.running.mean(0).expand(3, -1), rtol=1e-12, atol=1e-12)
-    torch.testing.assert_close(after.params, before.params.mean(0).expand(3, -1), rtol=1e-12, atol=1e-12)
+    # Σ_j fl(1/3) x_j against (Σ_j x_j) / 3: 3 terms, 4 roundings with the rounded 1/3, of sizes ≤ max|x|
+    for key in ("running", "params"):
+        x = getattr(before, key)
+        mean = x.mean(0).expand(3, -1)
+        assert_close(getattr(after, key), mean, terms=4, scale=float(x.abs().max()), what=key)
 
 
 def test_a_stack_can_start_from_each_clients_own_running_statistics():
@@ -136,7 +152,7 @@ def test_a_stack_can_start_from_each_clients_own_running_statistics():
     own = engine.running.expand(3, -1) + torch.arange(3, dtype=torch.float64)[:, None]
     spec = LocalSpec(lr=0.1, batch_size=4, steps=3)
     stack = engine.stack(CLIENTS, engine.init_params(), spec, seed=0, running=own)
-    torch.testing.assert_close(stack.result().running, own, rtol=0, atol=0)
+    assert torch.equal(stack.result().running, own)
     stack.step()
     shared = engine.stack(CLIENTS, engine.init_params(), spec, seed=0)
     shared.step()

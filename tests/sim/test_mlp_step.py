@@ -13,8 +13,10 @@ from fairfl_core.models import build_model
 from fairfl_core.sim.local import masked_mean_loss
 from fairfl_core.sim.mlp_step import dense_relu_layers, mlp_gradient
 from fairfl_core.sim.params import ParamSpace
+from tests.rounding import assert_close
 
 
+@pytest.mark.exact_arithmetic("softmax of (0, 0) is (½, ½): the gradients and the step are ±½, ±1, ±0.05")
 def test_one_sample_logistic_regression_by_hand():
     # W = 0, b = 0, x = (1, 2), y = 0: softmax = (½, ½), δ = (−½, ½), loss = log 2
     w = torch.zeros(1, 2, 2, dtype=torch.float64)
@@ -22,12 +24,15 @@ def test_one_sample_logistic_regression_by_hand():
     x = torch.tensor([[[1.0, 2.0]]], dtype=torch.float64)
     grad, loss = mlp_gradient(False, [w, b], x, torch.tensor([[0]]), torch.ones(1, 1, dtype=torch.float64))
     g_w, g_b = grad.tensors()
-    assert torch.allclose(loss, torch.tensor([math.log(2)], dtype=torch.float64))
-    assert torch.allclose(g_w[0], torch.tensor([[-0.5, -1.0], [0.5, 1.0]], dtype=torch.float64))
-    assert torch.allclose(g_b[0], torch.tensor([-0.5, 0.5], dtype=torch.float64))
+    # log(1 + 1) by torch's log against math.log: the log-sum-exp of 2 terms, then the mean
+    assert_close(loss, torch.tensor([math.log(2)], dtype=torch.float64), terms=2, depth=2)
+    # products of 0, ±½, 1 and 2 and sums with 0: exact in any order
+    assert torch.equal(g_w[0], torch.tensor([[-0.5, -1.0], [0.5, 1.0]], dtype=torch.float64))
+    assert torch.equal(g_b[0], torch.tensor([-0.5, 0.5], dtype=torch.float64))
     grad.add_to([w, b], -0.1)  # one SGD step of lr 0.1, in place
-    assert torch.allclose(w[0], torch.tensor([[0.05, 0.1], [-0.05, -0.1]], dtype=torch.float64))
-    assert torch.allclose(b[0], torch.tensor([0.05, -0.05], dtype=torch.float64))
+    # 0 − 0.1 × (±½ or ±1): fl(0.1) halved is fl(0.05), so exact too
+    assert torch.equal(w[0], torch.tensor([[0.05, 0.1], [-0.05, -0.1]], dtype=torch.float64))
+    assert torch.equal(b[0], torch.tensor([0.05, -0.05], dtype=torch.float64))
 
 
 @pytest.mark.parametrize(
@@ -53,15 +58,21 @@ def test_stacked_gradient_equals_vmap_grad_with_mask_scale_and_objective(objecti
 
     ref_grads, ref_loss = vmap(grad_and_value(loss))(params, x, y, mask)
     grad, value = mlp_gradient(True, list(params.values()), x, y, mask, scale, objective)
-    assert torch.allclose(value, ref_loss, atol=1e-13)
+    # the closed form against autograd: the rounding bound of tests/rounding.py, sums of at most 200 terms
+    # (the hidden width; the minibatch has 6 samples), 5 reductions for the loss (3 layers, log-softmax, the
+    # masked mean) and 3 more back for the gradient
+    assert_close(value, ref_loss, terms=200, depth=5, what="loss")
     for ours, ref in zip(grad.tensors(), ref_grads.values(), strict=True):
-        assert torch.allclose(ours, ref * scale.view(-1, *[1] * (ref.dim() - 1)), atol=1e-13)
+        expected = ref * scale.view(-1, *[1] * (ref.dim() - 1))
+        assert_close(ours, expected, terms=200, depth=8, what="gradient")
     assert all(float(t[2].abs().max()) == 0.0 for t in grad.tensors())  # nothing from an all-masked step
 
     before = [t.clone() for t in params.values()]
     grad.add_to(list(params.values()), -0.1)  # writes into the views of the flat [K, P] state
     for after, start, g in zip(space.unflatten(flat).values(), before, grad.tensors(), strict=True):
-        assert torch.allclose(after, start - 0.1 * g, atol=1e-13)
+        # in place with alpha against start − 0.1 g: two roundings (product and sum) of |start| + 0.1 |g|
+        size = float((start.abs() + 0.1 * g.abs()).max())
+        assert_close(after, start - 0.1 * g, terms=2, scale=size, what="parameters after the step")
 
 
 def test_which_models_have_the_closed_form():
