@@ -91,11 +91,14 @@ class Method:
 class PaperTable:
     """Where an experiment's paper numbers are: ``fairfl_core/paper_results/<paper>.csv``, rows of ``table``.
     ``datasets`` maps our dataset name (``data.name``) to the paper's dataset column; a stand-in run is
-    compared with the column of the dataset it stands in for (``data.stand_in``)."""
+    compared with the column of the dataset it stands in for (``data.stand_in``). ``column``: the paper's
+    dataset column of the whole experiment, where its base config's dataset is not it (an experiment of
+    one column built on another column's config)."""
 
     paper: str
     table: str
     datasets: Mapping[str, str] = field(default_factory=dict)
+    column: str | None = None
 
 
 @dataclass(frozen=True)

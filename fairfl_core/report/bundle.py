@@ -46,9 +46,12 @@ def _available(experiment: str) -> str | None:
 
 
 def paper_dataset(experiment: Experiment) -> str:
-    """The paper's dataset column of ``experiment``: its config's dataset (never a stand-in) as the paper
-    names it (``PaperTable.datasets``), or the dataset's own name where the paper prints no numbers for it."""
+    """The paper's dataset column of ``experiment``: ``PaperTable.column`` where set, else its config's
+    dataset (never a stand-in) as the paper names it (``PaperTable.datasets``), or the dataset's own name
+    where the paper prints no numbers for it."""
     data = str(experiment.base_config()["data"]["name"])
+    if experiment.paper and experiment.paper.column:
+        return experiment.paper.column
     return experiment.paper.datasets.get(data, data) if experiment.paper else data
 
 

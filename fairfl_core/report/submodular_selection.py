@@ -4,30 +4,43 @@ reading of G's scale, and the §V claims on the experiments' method labels
 
 "Client dissimilarity [%]" is read as the population standard deviation of the clients' test accuracies
 (``std`` of ``metrics.fairness_summary``; the paper gives no formula); "Training Loss" as the mean local
-minibatch loss of the selected clients over the last 5 rounds (the paper does not define it either).
-A claim comparing two runs that selected the same clients in every round of every seed is marked
-(:func:`mark_identical_selections`): its outcome says so instead of holding or failing.
+minibatch loss of the selected clients over the last 5 rounds (the paper does not define it either); the rate
+of convergence (§V-A: "as evidenced by their training loss") as the mean of the per-round training loss over
+every round, the training-loss curve's area per round (``ln_loss_auc``, on a log scale so that "similar" is a
+ratio).
+
+Each claim quotes the paper's sentence with its place, and is checked once per page (docs/readings.md):
+SubTrunc's claims on its default reading of G's scale (:data:`experiments.READING`), and again, as the
+package's observations, on each other reading that ran; a CIFAR-10 column that ran on the stand-in the MNIST
+column also runs on gives observations, the MNIST column the verdicts (:func:`shares_stand_in`). A claim
+comparing two runs that selected the same clients in every round of every seed is marked
+(:func:`mark_identical_selections`): its outcome says so instead of holding or failing, and no headline counts
+it. On a stand-in data set only directions are compared (:func:`claims_table`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from fairfl_core.experiments.papers import submodular_selection as experiments
-from fairfl_core.experiments.profiles import Experiment
+from fairfl_core.experiments.profiles import Experiment, Method, experiment_configs
 from fairfl_core.experiments.store import RunStore
-from fairfl_core.report.bundle import Paper, paper_rows, register_paper
-from fairfl_core.report.claims import Claim, seed_outcome
+from fairfl_core.report.bundle import NOT_RUN, Paper, paper_rows, register_paper
+from fairfl_core.report.claims import OBSERVATION, Claim, seed_outcome
 from fairfl_core.report.paper import load_paper_results
 
 __all__ = [
     "BUNDLE",
+    "CLAIM_METRICS",
     "IDENTICAL",
+    "STAND_IN_EFFECT",
     "Calibration",
     "calibrate",
+    "claims_table",
     "lambda_claims",
     "lambda_sweep",
     "mark_identical_selections",
@@ -35,6 +48,8 @@ __all__ = [
     "phi_claims",
     "selection_agreement",
     "selection_diagnostics",
+    "shares_stand_in",
+    "similar_loss_factor",
     "table1_claims",
     "window_claims",
     "with_loss_curve",
@@ -43,13 +58,16 @@ __all__ = [
 
 
 def with_train_loss(runs: pd.DataFrame, last: int = 5) -> pd.DataFrame:
-    """``runs`` plus ``train_loss``: the mean over the last ``last`` rounds of the rounds' mean local loss."""
-    losses = []
+    """``runs`` plus ``train_loss`` (Table I's: the mean over the last ``last`` rounds of the rounds' mean
+    local loss) and ``ln_loss_auc`` (the rate: ln of the mean over every round of the rounds' mean local loss,
+    the training-loss curve's area per round; NaN without losses)."""
+    losses, curves = [], []
     for path in runs["path"]:
         rounds = [r["diagnostics"].get("train_loss") for r in RunStore(path).records("rounds")]
         values = np.asarray([x for x in rounds if x is not None], dtype=float)
         losses.append(float(values[-last:].mean()) if values.size else np.nan)
-    return runs.assign(train_loss=losses)
+        curves.append(float(np.log(values.mean())) if values.size else np.nan)
+    return runs.assign(train_loss=losses, ln_loss_auc=curves)
 
 
 def with_loss_curve(curves: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -191,109 +209,270 @@ def lambda_sweep(experiment: Experiment, runs: pd.DataFrame) -> pd.DataFrame:
     return table.merge(pd.DataFrame(trend), on="reading", how="left")
 
 
-# the paper's sentences each claim checks (arXiv 2408.13683)
-C1_C2 = (
-    '§V-A: "SubTrunc and UnionFL outperform the baselines by achieving a lower overall client dissimilarity '
-    'score, [...] with SubTrunc being able to consistently achieve the lowest score among all methods."'
+# -- claims ------------------------------------------------------------------------------------------------
+# The paper's sentences each claim checks (arXiv 2408.13683), quoted as printed (the text file follows each λ
+# with its LaTeX source; the quotes keep the λ), the package's reading after the quote where it needs one.
+S_BASELINES = (
+    '§V-A (Table I): "SubTrunc and UnionFL outperform the baselines by achieving a lower overall client '
+    'dissimilarity score"'
 )
-C3 = (
-    '§V-A: "both SubTrunc and UnionFL converge at a similar rate to the baseline methods [...] while '
-    'maintaining a comparable performance under testing accuracy" (read: at least as accurate)'
+S_LOWEST = (
+    '§V-A (Table I): "with SubTrunc being able to consistently achieve the lowest score among all methods"'
 )
-C6 = (
-    '§V-B: "as the values for λ get closer to zero, i.e. as the method approaches DivFL, the client '
-    'dissimilarity score degrades, whereas as λ increases, the client dissimilarity improves"'
+S_RATE = (
+    '§V-A (Table I): "both SubTrunc and UnionFL converge at a similar rate to the baseline methods as '
+    'evidenced by their training loss"'
 )
-C8 = (
-    "§V-B: \"Increasing the window size results in model's that perform better under both a testing "
-    'accuracy and client dissimilarity standpoint."'
+S_ACCURACY = (
+    '§V-A (Table I): "while maintaining a comparable performance under testing accuracy" (read: at least as '
+    "accurate)"
 )
-C9 = (
-    '§V-C: "This new function [the identity] was able to produce lower client dissimilarity scores across '
-    'both datasets under non-iid conditions"'
+S_LAMBDA = (
+    '§V-B (Table II): "as the values for λ get closer to zero, i.e. as the method approaches DivFL, the '
+    'client dissimilarity score degrades, whereas as λ increases, the client dissimilarity improves" (read: '
+    "the largest λ run against the smallest)"
 )
+S_LAMBDA_ACCURACY = (
+    '§V-B (Table II): "while still maintaining a comparable testing accuracy across the gamut of λ values" '
+    "(read: at the largest λ run at least as accurate as at the smallest)"
+)
+S_WINDOW = (
+    '§V-B (Table III): "Increasing the window size results in model’s that perform better under both a '
+    'testing accuracy and client dissimilarity standpoint." (read: the longest window run against the '
+    "shortest)"
+)
+S_PHI = (
+    '§V-C (Table IV): "This new function was able to produce lower client dissimilarity scores across both '
+    "datasets under non-iid conditions\" (the new function: φ = identity, against Table I's ln(1+x))"
+)
+BASELINES = ("DivFL", "Random", "Power-of-Choice")  # Table I's baselines (§V: "We benchmark ...")
+OTHER_READINGS = (experiments.ALTERNATIVE, "normalised")  # of G's scale; READING gives the verdicts
+STAND_IN_EFFECT = "n/a (stand-in: direction only)"
+CLAIM_METRICS = ("train_loss", "global_acc", "std", "ln_loss_auc")  # what the claims read (aggregate them)
+
+
+def similar_loss_factor() -> tuple[float, str]:
+    """How far apart §V-A's "similar rate" lets two training losses be: the largest ratio, in Table I's
+    printed training losses of either column, between SubTrunc's or UnionFL's and a baseline's (all of which
+    the paper calls similar), and the pair it comes from in words."""
+    paper = load_paper_results("submodular_selection")
+    loss = paper[(paper["table"] == "Table I") & (paper["metric"] == "train_loss")]
+    value = {(d, m): float(v) for d, m, v in zip(loss["dataset"], loss["method"], loss["value"], strict=True)}
+    ratios = {
+        (column, ours, base): max(value[column, ours], value[column, base])
+        / min(value[column, ours], value[column, base])
+        for column in dict.fromkeys(loss["dataset"])
+        for ours in ("SubTrunc", "UnionFL")
+        for base in BASELINES
+    }
+    (column, ours, base), factor = max(ratios.items(), key=lambda kv: kv[1])
+    return factor, f"{ours} {value[column, ours]:g} against {base} {value[column, base]:g}, {column}"
+
+
+def _ran(runs: pd.DataFrame) -> set[str]:
+    """The method labels that ran (none where the experiment did not run)."""
+    return set(runs["method"]) if "method" in runs else set()
+
+
+def _relabel(label: str, reading: str) -> str:
+    """SubTrunc's method label under another reading of G's scale (``experiments._subtrunc``'s labels)."""
+    return label.replace(f", {experiments.READING} G", f", {reading} G")
+
+
+def shares_stand_in(experiment: Experiment, runs: pd.DataFrame) -> bool:
+    """Whether ``runs`` are a CIFAR-10 column's that ran on the data the MNIST column runs on on this machine
+    (where neither data set is here, both columns run on the Fashion-MNIST stand-in): then the two columns
+    check one claim on one data set, and the MNIST column's row (its LeNet is the one for 28×28 grayscale
+    images) gives the verdict."""
+    if experiments.column_of(experiment.name) != "CIFAR-10" or "data" not in runs or runs.empty:
+        return False
+    mnist = experiment.name.replace(f"_{experiments.COLUMNS['CIFAR-10']}", f"_{experiments.COLUMNS['MNIST']}")
+    return set(runs["data"]) == {experiment_configs(mnist, "smoke", seeds=[0])[0].data.name}
+
+
+def _placed(experiment: Experiment, runs: pd.DataFrame, claims: list[Claim]) -> list[Claim]:
+    """The paper's ``claims`` as this page checks them: where the experiment did not run (``runs`` has no
+    ``dataset``; ``Paper.check`` then reads the paper's verdict in the claim's dataset), in the paper's own
+    column; where a CIFAR-10 column ran on the MNIST column's stand-in (:func:`shares_stand_in`), variants
+    whose verdict is the MNIST column's (observations)."""
+    if "dataset" not in runs:
+        return [replace(c, dataset=experiments.column_of(experiment.name)) for c in claims]
+    if not shares_stand_in(experiment, runs):
+        return claims
+    data = next(iter(set(runs["data"])))
+    return [
+        replace(
+            c,
+            source=(
+                f"{OBSERVATION}: variant: the CIFAR-10 column's settings (its LeNet, λ, η and K) on the "
+                f"{data} stand-in that the MNIST column runs on too; the verdict is the MNIST column's row. "
+                f"The paper's claim: {c.source}"
+            ),
+        )
+        for c in claims
+    ]
+
+
+def _reading_variants(claims: list[Claim], label: str, ran: set[str]) -> list[Claim]:
+    """Each claim of SubTrunc's run ``label`` (the default reading) again on SubTrunc's run under each other
+    reading of G's scale that ran: the package's observations, whose verdict is the default reading's row."""
+    return [
+        replace(
+            c,
+            text=f"{c.text} (variant: {reading} G)",
+            method=other,
+            source=(
+                f"{OBSERVATION}: variant: {reading} G, another reading of G's scale (docs/readings.md); the "
+                f"verdict is the {experiments.READING} reading's row. The paper's claim: {c.source}"
+            ),
+        )
+        for reading in OTHER_READINGS
+        if (other := _relabel(label, reading)) in ran
+        for c in claims
+        if c.method == label
+    ]
 
 
 def table1_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
-    """§V-A on Table I: SubTrunc (the default reading of G's scale) and UnionFL against the baselines DivFL,
-    Random and Power-of-Choice, and SubTrunc against UnionFL."""
+    """§V-A on Table I: SubTrunc (the default reading of G's scale) and UnionFL against each baseline (DivFL,
+    Random, Power-of-Choice) on client dissimilarity (lower), the training-loss curve (a similar rate, read as
+    the mean per-round training loss within the factor of :func:`similar_loss_factor`, on ``ln_loss_auc``)
+    and accuracy (at least as accurate), and SubTrunc against UnionFL (the lowest dissimilarity of all); then
+    SubTrunc's claims on the other readings' runs, as observations."""
     row = paper_rows(experiment)
     subtrunc, unionfl = row["SubTrunc"], row["UnionFL"]
-    others = {name: row[name] for name in ("DivFL", "Random", "Power-of-Choice")}
-    claims = [
-        Claim(f"{who} has a lower client dissimilarity than {name}", "std", label, "<", other, source=C1_C2)
-        for who, label in (("SubTrunc", subtrunc), ("UnionFL", unionfl))
-        for name, other in others.items()
-    ]
-    claims.append(
-        Claim(
-            "SubTrunc has a lower client dissimilarity than UnionFL",
-            "std",
-            subtrunc,
-            "<",
-            unionfl,
-            source=C1_C2,
-        )
+    ours = (("SubTrunc", subtrunc), ("UnionFL", unionfl))
+    baselines = {name: row[name] for name in BASELINES}
+    factor, pair = similar_loss_factor()
+    rate = (
+        f"{S_RATE} (read: the mean per-round training loss within a factor {factor:.3g} either way, "
+        f"|ln ratio| ≤ {math.log(factor):.3f}: the largest ratio Table I prints between SubTrunc or UnionFL "
+        f"and a baseline, {pair})"
     )
-    claims += [
-        Claim(f"{who} is at least as accurate as {name}", "global_acc", label, ">=", others[name], source=C3)
-        for who, label in (("SubTrunc", subtrunc), ("UnionFL", unionfl))
-        for name in ("DivFL", "Random")
-    ]
-    return claims
+    claims = [
+        *(
+            Claim(f"{who} has a lower client dissimilarity than {name}", "std", label, "<", other,
+                  source=S_BASELINES)
+            for who, label in ours
+            for name, other in baselines.items()
+        ),
+        Claim("SubTrunc has a lower client dissimilarity than UnionFL", "std", subtrunc, "<", unionfl,
+              source=S_LOWEST),
+        *(
+            Claim(f"{who}'s training loss falls at a similar rate to {name}'s", "ln_loss_auc", label, "≈",
+                  other, tolerance=math.log(factor), source=rate)
+            for who, label in ours
+            for name, other in baselines.items()
+        ),
+        *(
+            Claim(f"{who} is at least as accurate as {name}", "global_acc", label, ">=", other,
+                  source=S_ACCURACY)
+            for who, label in ours
+            for name, other in baselines.items()
+        ),
+    ]  # fmt: skip
+    return _placed(experiment, runs, claims) + _reading_variants(claims, subtrunc, _ran(runs))
 
 
-def _extremes(experiment: Experiment, param: str, methods=None) -> tuple[str, str]:
-    """The labels of the smallest and the largest value of ``param`` among ``methods`` (default: the
-    experiment's)."""
-    methods = sorted(methods or experiment.method_list(), key=lambda m: m.params[param])
-    return methods[0].label, methods[-1].label
+def _extremes(methods: list[Method], param: str) -> tuple[str, str]:
+    """The labels of the smallest and the largest value of ``param`` among ``methods``."""
+    ordered = sorted(methods, key=lambda m: m.params[param])
+    return ordered[0].label, ordered[-1].label
 
 
 def lambda_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
-    """§V-B (Table II) on the default reading of G's scale: a larger λ lowers the client dissimilarity (the
-    other reading's trend is in :func:`lambda_sweep`). The extremes are those of the λ values run."""
-    ran = set(runs["method"]) if "method" in runs else None
-    default = [
-        m
-        for m in experiment.method_list()
-        if experiments.reading_of(m) == experiments.READING and (ran is None or m.label in ran)
-    ]
-    smallest, largest = _extremes(experiment, "lam", default)
-    return [
-        Claim(
-            f"a larger λ lowers the client dissimilarity ({experiments.READING} G)",
-            "std",
-            largest,
-            "<",
-            smallest,
-            source=C6,
-        )
-    ]
+    """§V-B (Table II) on the default reading of G's scale, between the smallest and the largest λ run (all of
+    Table II's where the experiment did not run): a larger λ lowers the client dissimilarity and keeps the
+    accuracy; the same on each other reading whose λ runs ran, as observations (the trends per reading are
+    also in :func:`lambda_sweep`)."""
+    ran = _ran(runs)
+    claims: list[Claim] = []
+    for reading in (experiments.READING, *OTHER_READINGS):
+        methods = [
+            m
+            for m in experiment.method_list()
+            if experiments.reading_of(m) == reading
+            and (m.label in ran if ran else reading == experiments.READING)
+        ]
+        if len(methods) < 2:
+            continue
+        smallest, largest = _extremes(methods, "lam")
+        pair = [
+            Claim(f"a larger λ lowers the client dissimilarity ({reading} G)", "std", largest, "<", smallest,
+                  source=S_LAMBDA),
+            Claim(f"a larger λ keeps the accuracy ({reading} G)", "global_acc", largest, ">=", smallest,
+                  source=S_LAMBDA_ACCURACY),
+        ]  # fmt: skip
+        if reading == experiments.READING:
+            claims += _placed(experiment, runs, pair)
+        else:
+            claims += [
+                replace(
+                    c,
+                    source=(
+                        f"{OBSERVATION}: variant: {reading} G, another reading of G's scale "
+                        f"(docs/readings.md); the verdict is the {experiments.READING} reading's row. The "
+                        f"paper's claim: {c.source}"
+                    ),
+                )
+                for c in pair
+            ]
+    return claims
 
 
 def window_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
-    """§V-B (Table III): a longer UnionFL window raises the accuracy and lowers the dissimilarity."""
-    shortest, longest = _extremes(experiment, "window")
-    return [
-        Claim("a longer window raises the accuracy", "global_acc", longest, ">", shortest, source=C8),
-        Claim("a longer window lowers the dissimilarity", "std", longest, "<", shortest, source=C8),
-    ]
+    """§V-B (Table III): a longer UnionFL window (the longest against the shortest run) raises the accuracy
+    and lowers the dissimilarity."""
+    ran = _ran(runs)
+    methods = [m for m in experiment.method_list() if not ran or m.label in ran]
+    shortest, longest = _extremes(methods or list(experiment.method_list()), "window")
+    return _placed(
+        experiment,
+        runs,
+        [
+            Claim("a longer window raises the accuracy", "global_acc", longest, ">", shortest,
+                  source=S_WINDOW),
+            Claim("a longer window lowers the dissimilarity", "std", longest, "<", shortest,
+                  source=S_WINDOW),
+        ],
+    )  # fmt: skip
 
 
 def phi_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
     """§V-C (Table IV): φ = identity gives a lower dissimilarity than ln(1 + x)."""
     row = paper_rows(experiment)
-    return [
-        Claim(
-            "φ = identity lowers the dissimilarity against ln(1+x)",
-            "std",
-            row["Identity"],
-            "<",
-            row["ln(1+x)"],
-            source=C9,
-        )
-    ]
+    return _placed(
+        experiment,
+        runs,
+        [
+            Claim("φ = identity lowers the dissimilarity against ln(1+x)", "std", row["Identity"], "<",
+                  row["ln(1+x)"], source=S_PHI)
+        ],
+    )  # fmt: skip
+
+
+def claims_table(
+    name: str,
+    runs: pd.DataFrame | None,
+    agg: pd.DataFrame | None = None,
+    paper: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Every claim of experiment ``name`` (:meth:`Paper.check <fairfl_core.report.bundle.Paper.check>`: where
+    it did not run, ``not run at this profile`` with the paper's own verdict), with
+    :func:`mark_identical_selections`, and on a stand-in data set direction only: the paper's effect is not
+    compared with ours there (``interval_holds_paper_effect`` is :data:`STAND_IN_EFFECT`). ``agg`` must hold
+    :data:`CLAIM_METRICS`."""
+    table = BUNDLE.check(name, runs, agg, paper)
+    table = (
+        mark_identical_selections(table, runs)
+        if runs is not None
+        else table.assign(identical_selections=False)
+    )
+    if agg is not None and "interval_holds_paper_effect" in table:
+        stand_in = agg["stand_in"].fillna("").astype(str) != ""
+        on = table["dataset"].isin(set(agg.loc[stand_in, "dataset"])) & table["result"].ne(NOT_RUN)
+        table.loc[on, "interval_holds_paper_effect"] = STAND_IN_EFFECT
+    return table
 
 
 @dataclass(frozen=True)

@@ -104,3 +104,11 @@ def test_an_unknown_paper_is_named_with_the_registered_ones():
     with pytest.raises(KeyError, match="no paper 'sixth'"):
         get_paper("sixth")
     assert {"afga", "fedeba_plus", "fedeba_plus_appendix", "gifair_fl", "submodular_selection"} <= set(PAPERS)
+
+
+def test_an_experiment_built_on_another_columns_config_names_its_own_paper_column():
+    from fairfl_core.experiments.profiles import get_experiment
+    from fairfl_core.report.bundle import paper_dataset
+
+    assert paper_dataset(get_experiment("submodular_table1_cifar10")) == "CIFAR-10"
+    assert paper_dataset(get_experiment("submodular_table1_mnist")) == "MNIST"

@@ -197,7 +197,7 @@ for _column, _key in COLUMNS.items():
                 "submodular_mnist_lenet.yaml",
                 stand_in_profiles(_key, partial(_profiles, _column, _table)),
                 _methods,
-                PaperTable(PAPER, _table, {"mnist": "MNIST", "cifar10": "CIFAR-10"}),
+                PaperTable(PAPER, _table, {"mnist": "MNIST", "cifar10": "CIFAR-10"}, column=_column),
             )
         )
 
