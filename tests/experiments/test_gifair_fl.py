@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fairfl_core import report
 from fairfl_core.experiments.papers import gifair_fl as E
 from fairfl_core.experiments.profiles import experiment_configs, get_experiment
 from fairfl_core.report import gifair_fl as G
@@ -72,7 +73,7 @@ def test_targets_table_on_hand_numbers():
     agg = _agg({m["FedAvg"]: {"mean": 80.0, "std": 20.0}, m["GIFAIR-FL-Global"]: {"mean": 79.5, "std": 14.0}})
     paper = pd.DataFrame(
         [
-            {"method": m[k], "metric": x, "paper_value": v}
+            {"dataset": "d", "method": m[k], "metric": x, "paper_value": v}
             for k, x, v in [
                 ("FedAvg", "std", 22.3),
                 ("GIFAIR-FL-Global", "std", 5.7),
@@ -81,38 +82,47 @@ def test_targets_table_on_hand_numbers():
             ]
         ]
     )
-    t = G.targets_table(exp, agg, paper).set_index(["numbers", "target"])["result"]
-    c1, c2 = "C1 √Var(a) reduced by >= 25% vs FedAvg", "C2 mean accuracy >= FedAvg - 1 point"
+    t = G.targets_table(exp, agg, paper).set_index("target")
+    c1, c2 = t.index  # the checklist's own C1 and C2, nothing else
+    assert c1.startswith("C1 ") and c2.startswith("C2 ")
     # one seed: not decided, whatever the numbers (a 30% reduction, −0.5 points)
-    assert t[("reproduced", c1)] == "not decided" and t[("reproduced", c2)] == "not decided"
-    # the paper's printed numbers are exact: the sign decides (74%; +8.7 points)
-    assert t[("paper", c1)] == "holds" and t[("paper", c2)] == "holds"
+    assert t["result"].tolist() == ["not decided", "not decided"]
+    assert t["basis"].tolist() == ["not decided (1 seed)"] * 2
+    # the paper's printed numbers are exact: the sign decides (−74%; +8.7 points)
+    assert t["holds_in_paper"].tolist() == ["holds", "holds"]
+    assert t.loc[c1, "change"] == "-30%" and t.loc[c1, "change paper"] == "-74%"
+    assert t.loc[c2, "change"] == "-0.50" and t.loc[c2, "change paper"] == "+8.70"
+    assert t["source"].str.startswith('§5.3 (Tables 2, 3, 5): "As shown in Tables 2, 3 and 5').all()
 
 
 @pytest.mark.parametrize(
     ("std_g", "mean_g", "c1", "c2"),
     [
-        # 4 seeds, stds 2 (FedAvg's √Var) and 1; C1 bound 0.75 × (20, 2) = (15, 1.5):
-        # SE = √(1.5²/4 + 1/4) = 0.901
-        # C2 bound (80 − 1, 1): SE = √(1/4 + 1/4) = 0.707
-        (14.0, 78.8, "within noise", "within noise"),  # margins 1 and −0.2 inside the 2·SE bands
-        (12.0, 77.0, "holds", "fails"),  # margins 3 and −2 outside
+        # 4 seeds, every std 2 (√Var) and 1 (ā): SE = √(4/4 + 4/4) = √2 and √(1/4 + 1/4) = 0.707, Welch's
+        # ν = 6 for both (equal variances and n), t_6 = 2.447: bands 3.46 and 1.73
+        (18.0, 79.5, "within noise", "within noise"),  # C1 margin 2, C2 margin −0.5: inside the bands
+        (14.0, 77.0, "holds", "fails"),  # margins 6 and −3: outside
     ],
 )
-def test_targets_table_is_seed_aware(std_g, mean_g, c1, c2):
+def test_targets_table_is_seed_aware_and_agrees_with_the_checklist(std_g, mean_g, c1, c2):
     exp = get_experiment("gifair_table2_femnist_skewed")
     m = G.method_labels(exp)
     rows = [(m["FedAvg"], "std", 20.0, 2.0), (m["FedAvg"], "mean", 80.0, 1.0)]
-    rows += [(m["GIFAIR-FL-Global"], "std", std_g, 1.0), (m["GIFAIR-FL-Global"], "mean", mean_g, 1.0)]
-    agg = pd.DataFrame([{"method": k, "metric": x, "mean": v, "std": sd, "n": 4} for k, x, v, sd in rows])
-    paper = pd.DataFrame(columns=["method", "metric", "paper_value"])
-    t = G.targets_table(exp, agg, paper).set_index(["numbers", "target"])
-    assert t.loc[("reproduced", "C1 √Var(a) reduced by >= 25% vs FedAvg"), "result"] == c1
-    assert t.loc[("reproduced", "C1 √Var(a) reduced by >= 25% vs FedAvg"), "se"] == pytest.approx(
-        math.sqrt(1.5**2 / 4 + 1 / 4)
+    rows += [(m["GIFAIR-FL-Global"], "std", std_g, 2.0), (m["GIFAIR-FL-Global"], "mean", mean_g, 1.0)]
+    agg = pd.DataFrame(
+        [{"dataset": "d", "method": k, "metric": x, "mean": v, "std": sd, "n": 4} for k, x, v, sd in rows]
     )
-    assert t.loc[("reproduced", "C2 mean accuracy >= FedAvg - 1 point"), "result"] == c2
-    assert (t.loc["paper", "result"] == "missing").all()
+    paper = pd.DataFrame(columns=["dataset", "method", "metric", "paper_value"])
+    t = G.targets_table(exp, agg, paper)
+    assert t["result"].tolist() == [c1, c2]
+    assert t["basis"].tolist() == ["t(6.0)·SE, 95%"] * 2
+    assert t["holds_in_paper"].tolist() == ["n/a", "n/a"]
+    # one definition: the checklist's C1 and C2 rows give the same verdicts
+    claims = [c for c in G.checklist_claims(exp, pd.DataFrame()) if c.text.startswith(("C1 ", "C2 "))]
+    checked = report.check_claims(claims, agg, paper)
+    assert checked["claim"].tolist() == t["target"].tolist()
+    assert checked["result"].tolist() == t["result"].tolist()
+    assert checked.loc[0, "se"] == pytest.approx(math.sqrt(2))
 
 
 def test_gap_table_recomputes_the_papers_discrepancy_from_its_rows():
@@ -141,7 +151,7 @@ def test_gap_table_recomputes_the_papers_discrepancy_from_its_rows():
 
 
 def test_group_claims_take_the_worst_group_from_fedavg():
-    exp = get_experiment("gifair_table6_shakespeare_gender")
+    exp = get_experiment("gifair_table6_shakespeare_gender_random_split")
     m = G.method_labels(exp)
     runs = pd.DataFrame(
         [
@@ -151,10 +161,21 @@ def test_group_claims_take_the_worst_group_from_fedavg():
         ]
     )
     claims = G.checklist_claims(exp, runs)
+    paper = [c for c in claims if c.kind == "paper"]
     worst = {c.metric for c in claims if c.text.startswith("C8")}
     best = {c.metric for c in claims if c.text.startswith("C9")}
     assert worst == {"group_acc_0"} and best == {"group_acc_1"}
-    assert sum(c.text.startswith("C7") for c in claims) == len(m) - 1  # Global against every other method
+    assert {c.text for c in paper if c.text.startswith("C8")} == {
+        "C8 GIFAIR-FL-Global raises the worst group (Male, FedAvg's) above FedAvg",
+        "C8 GIFAIR-FL-Per raises the worst group (Male, FedAvg's) above FedAvg",
+    }
+    baselines = len(m) - 2  # FedAvg, q-FFL, FedMGDA+, Ditto
+    assert sum(c.text.startswith("C7") for c in paper) == baselines  # Global against every baseline
+    assert sum(c.text.startswith("C10") for c in paper) == baselines
+    # Global against Per, and the worst group against the baselines other than FedAvg: observations
+    observed = [c.text for c in claims if c.kind == "observation"]
+    assert "GIFAIR-FL-Global's discrepancy is below GIFAIR-FL-Per's" in observed
+    assert len(observed) == 1 + 2 * (baselines - 1)
 
 
 def _discrepancy_runs(accs: dict[str, list[tuple[float, ...]]]) -> pd.DataFrame:
@@ -209,23 +230,36 @@ def _lambda_runs(male: list[float], female: list[float]) -> pd.DataFrame:
 
 def test_lambda_checks_read_figures_4_and_5_seed_aware():
     falling = _lambda_runs([72, 70, 69, 64], [40, 48, 52, 52.5])  # gaps 32, 22, 17, 11.5
-    checks = G.lambda_checks(falling, ("Male", "Female")).set_index("claim")
+    checks = G.lambda_checks(falling, ("Male", "Female"), "Figure 4").set_index("claim")
     # Spearman over the 12 runs: λ rank deviations ±4.5, ±1.5 (3 ties each), gap ranks 12..1 by λ group:
     # Σ dx·dy = −135, Σ dx² = 135, Σ dy² = 143, so ρ = −√(135/143)
     trend = checks.loc["C11 discrepancy decreases with λ (Spearman ρ < 0)"]
     assert trend["value"] == pytest.approx(-math.sqrt(135 / 143)) and trend["result"] == "holds"
+    assert trend["kind"] == "paper" and trend["source"] == G.S_FIG4_TREND
     # the gap's per-run std is 1 at every λ: SE = √(1/3 + 1/3), Welch's ν = 4, band 2.776·SE = 2.27
     gap = checks.loc["C11 discrepancy at λ=0.9λmax below λ=0"]
     assert gap["value"] == pytest.approx(-20.5) and gap["se"] == pytest.approx(math.sqrt(2 / 3))
-    assert gap["result"] == "holds"
+    assert gap["result"] == "holds" and gap["kind"] == "observation"  # C11's second reading
     # groups: std 0.5 per λ, SE = √(1/6) = 0.408, band 1.13; Male drops 5 points, Female rises 0.5 (a margin
     # of 1 − 0.5 = 0.5 from the plateau's 1 point, in the band)
     best = checks.loc["C12 best group (Male) drops from λ=0.6 to 0.9λmax"]
-    assert (best["value"], best["result"]) == (pytest.approx(-5.0), "holds")
+    assert (best["value"], best["result"], best["kind"]) == (pytest.approx(-5.0), "holds", "paper")
     worst = checks.loc["C12 worst group (Female) plateaus from λ=0.6 to 0.9λmax (within 1 point)"]
     assert (worst["value"], worst["result"]) == (pytest.approx(0.5), "within noise")
-    flat = G.lambda_checks(_lambda_runs([60] * 4, [50] * 4), ("Male", "Female"))
+    assert best["source"] == worst["source"] == G.S_FIG4_PLATEAU
+    flat = G.lambda_checks(_lambda_runs([60] * 4, [50] * 4), ("Male", "Female"), "Figure 4")
     assert flat["result"].iloc[:2].tolist() == ["within noise", "within noise"]
+    # Figure 5: the paper states only the trend; the plateau rows are the package's observations
+    fig5 = G.lambda_checks(falling, ("Male", "Female"), "Figure 5")
+    assert fig5["kind"].tolist() == ["paper", "observation", "observation", "observation"]
+    assert fig5["source"].iloc[0] == G.S_FIG5_TREND
+
+
+def test_lambda_checks_on_one_seed_are_not_decided():
+    one = _lambda_runs([72, 70, 69, 64], [40, 48, 52, 52.5]).query("seed == 0")  # the quick profile's seed
+    checks = G.lambda_checks(one, ("Male", "Female"), "Figure 4")
+    assert checks["result"].tolist() == ["not decided"] * 4
+    assert checks["basis"].iloc[0].startswith("not decided (1 seed per λ); Spearman over 4 runs")
 
 
 TABLES = [
