@@ -5,6 +5,7 @@ import torch
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.selection.facility_location import FacilityLocation, greedy, pairwise_distances
 from tests.algorithms.conftest import run_rounds, server_round, tiny_sim
+from tests.rounding import assert_close
 
 EVERYONE = np.arange(6)
 
@@ -16,8 +17,10 @@ def test_round_zero_uses_every_clients_gradient_and_picks_the_greedy_set():
     picked = algo.choose(0)
     grads = sim.engine.gradients(w0, EVERYONE)
     dist = np.linalg.norm((grads[:, None] - grads[None]).numpy(), axis=-1)  # ‖g_i − g_j‖ by hand
-    assert torch.allclose(algo.state["grads"], grads)
-    assert np.allclose(algo.state["dist"], dist)
+    assert torch.equal(algo.state["grads"], grads)  # the same call on the same model and clients
+    # cdist vs numpy's norm of the differences: a sum of squares over the P = 256 parameters, and the
+    # differences and square root (depth 2)
+    assert_close(algo.state["dist"], dist, terms=256, depth=2, what="distances")
     assert np.array_equal(picked, greedy(FacilityLocation(dist), 3))
 
 
@@ -29,13 +32,12 @@ def test_only_the_selected_clients_gradients_are_refreshed():
     w1 = algo.w.clone()
     out = algo.round(1)
     picked, others = out.selected, np.setdiff1d(EVERYONE, out.selected)
-    assert torch.allclose(
-        algo.state["grads"][picked], sim.engine.gradients(w1, picked)
-    )  # at the model received
+    # at the model received: the same call on the same model and clients
+    assert torch.equal(algo.state["grads"][picked], sim.engine.gradients(w1, picked))
     assert torch.equal(algo.state["grads"][others], before[others])  # stale
-    assert np.allclose(
-        algo.state["dist"], pairwise_distances(algo.state["grads"])
-    )  # rows/columns kept in sync
+    # rows/columns kept in sync: the refreshed rows' [3, 6] cdist vs the whole [6, 6] one (other shapes),
+    # a sum of squares over P = 256 parameters, and the differences and square root
+    assert_close(algo.state["dist"], pairwise_distances(algo.state["grads"]), terms=256, depth=2)
 
 
 def test_fresh_mode_recomputes_every_gradient():
@@ -65,7 +67,7 @@ def test_stochastic_greedy_is_reproducible_and_distinct():
 def test_sample_weighted_aggregation_by_default():
     algo = build_algorithm("divfl", tiny_sim(), {"grad_mode": "fresh"})
     p = server_round(algo, np.array([0, 1]), algo.w.expand(2, -1) + 1.0).weights
-    assert torch.allclose(p, torch.tensor([7 / 19, 12 / 19], dtype=torch.float64))
+    assert torch.equal(p, torch.tensor([7 / 19, 12 / 19], dtype=torch.float64))  # 7 + 12 exact, one division
 
 
 @pytest.mark.parametrize(

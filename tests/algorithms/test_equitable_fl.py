@@ -21,6 +21,7 @@ from fairfl_core.sim.faults import RoundFaults
 from fairfl_core.sim.local import masked_mean_loss
 from tests.algorithms.conftest import tiny_sim, uploads_of
 from tests.conftest import tiny_federated
+from tests.rounding import assert_close
 
 F64 = torch.float64
 
@@ -82,7 +83,10 @@ def test_activation_vector_from_the_engine_equals_a_hand_computation(reduction, 
     expected = by_hand(sim, plan.clients, plan.spec, sim.seed_for(0, "batches"), 0.3)[reduction]
     got = algo.activations(uploads)
     assert got.shape == (3, 12)
-    assert (got - expected).abs().max() < 1e-12
+    # the engine's training and activation means vs the loop by hand: the longest sum is a mean over a
+    # client's samples (at most 32); 7 reductions a local step for 2 epochs of at most 8 steps (32 samples in
+    # batches of 4), then the features layer, the log-softmax and the mean
+    assert_close(got, expected, terms=32, depth=7 * 16 + 3, what=reduction)
 
 
 def planted_uploads(algo, sizes=(1, 3)):
@@ -104,8 +108,13 @@ def test_m2_aggregation_gives_each_cluster_half_whatever_its_size():
     uploads, groups = planted_uploads(algo, (1, 3))
     update = algo.aggregate(0, Plan(uploads.clients, algo.sim.local_spec(0)), uploads)
     p = np.array([1 / 2, 1 / 6, 1 / 6, 1 / 6])  # Eq. 6: 1/(C |γ_q|)
-    assert torch.allclose(update.weights, torch.as_tensor(p), rtol=0, atol=1e-15)
-    assert torch.allclose(update.w, torch.as_tensor(p) @ uploads.params, rtol=0, atol=1e-14)  # Eq. 5
+    assert torch.equal(
+        update.weights, torch.as_tensor(p)
+    )  # 1/(C |γ_q|): one division, rounded as the literals
+    # Eq. 5: the server's w + Σ p_i (w_i − w) vs Σ p_i w_i by hand: 4 terms, the differences, the sum, the
+    # step; of the parameters' magnitude (positive weights)
+    scale = float(uploads.params.abs().max())
+    assert_close(update.w, torch.as_tensor(p) @ uploads.params, terms=4, depth=3, scale=scale, what="Eq. 5")
     d = update.diagnostics
     assert d["clusters"] == [0, 1, 1, 1] and not d["fallback_used"] and d["fallback"] == ""
 
@@ -114,7 +123,9 @@ def test_c_equal_one_is_the_plain_mean_of_the_participants():
     algo = build_algorithm("equitable_fl", mlp_sim(clients_per_round=4), {"num_clusters": 1})
     uploads, _ = planted_uploads(algo, (1, 3))
     update = algo.aggregate(0, Plan(uploads.clients, algo.sim.local_spec(0)), uploads)
-    assert torch.allclose(update.w, uploads.params.mean(0), rtol=0, atol=1e-14)
+    # the server's w + Σ (w_i − w)/4 vs the mean: 4 terms, the differences, the sum, the step
+    scale = float(uploads.params.abs().max())
+    assert_close(update.w, uploads.params.mean(0), terms=4, depth=3, scale=scale, what="mean")
 
 
 def test_fewer_uploads_than_clusters_fall_back_to_uniform_and_say_so():
@@ -134,20 +145,24 @@ def test_round_diagnostics_are_json_and_equal_the_metrics_at_the_new_model():
     d = json.loads(json.dumps(out.diagnostics, allow_nan=False))
     participants = np.asarray(d["participants"])
     assert sorted(participants) == sorted(out.selected) and len(d["clusters"]) == 4
-    assert abs(sum(d["weights"]) - 1) < 1e-12 and d["effective_clusters"] == 2
+    # 4 weights 1/(C |γ_q|), each rounded, and their sum
+    assert_close(sum(d["weights"]), 1.0, terms=4, depth=2, what="Σ weights")
+    assert d["effective_clusters"] == 2
     loss, acc = sim.engine.losses(algo.w, None, "test")
     pooled = 100 * sim.engine.pooled(algo.w)[0]
-    assert d["sigma_acc"] == pytest.approx(sigma_acc(100 * acc.numpy(), pooled), abs=1e-12)
+    assert d["sigma_acc"] == sigma_acc(100 * acc.numpy(), pooled)  # the same calls on the same model
     f = loss.numpy()[participants]
     pairs = [abs(f[i] - f[j]) for i in range(4) for j in range(i + 1, 4)]
-    assert d["cd"] == pytest.approx(np.mean(pairs), abs=1e-12)  # Eq. 9, the text's mean over pairs
+    # Eq. 9, the text's mean over pairs: the metric's sum over the 4 × 4 differences vs the mean of 6 by hand
+    # (16 terms; the differences and the sums), of the magnitude of the losses differenced
+    assert_close(d["cd"], np.mean(pairs), terms=16, depth=2, scale=2 * float(np.abs(f).max()), what="CD")
     truth = sim.groups[participants]
     assert (d["nmi"] is None) == (len(set(truth)) < 2)
     assert 0 <= d["nmi_raw"] <= 1 and 0 <= d["nmi_all"] <= 1
     literal = build_algorithm(
         "equitable_fl", mlp_sim(clients_per_round=4), {"mu": 0.1, "cd_literal": True, "round_metrics": True}
     )
-    assert literal.round(0).diagnostics["cd"] == pytest.approx(2 * d["cd"], abs=1e-12)
+    assert literal.round(0).diagnostics["cd"] == 2 * d["cd"]  # the same run and pair sum, doubled exactly
 
 
 def test_round_metrics_leave_selections_clusters_and_parameters_unchanged():
@@ -180,10 +195,14 @@ def test_planted_clusters_are_recovered_on_label_disjoint_clients():
     algo = build_algorithm("equitable_fl", sim, {"round_metrics": True})
     outs = [algo.round(t).diagnostics for t in range(4)]
     last = outs[-1]
-    assert last["nmi_all"] == pytest.approx(1.0)
-    assert last["nmi"] in (None, pytest.approx(1.0))
+    # sklearn's mutual information over the contingency table of at most 6 clients, divided by the mean of
+    # the two entropies: sums of at most 6 terms (of logs) then the ratio, depth 3
+    assert_close(last["nmi_all"], 1.0, terms=6, depth=3, what="NMI, all clients")
+    if last["nmi"] is not None:
+        assert_close(last["nmi"], 1.0, terms=6, depth=3, what="NMI")  # as above
     totals = np.bincount(last["clusters"], weights=last["weights"])
-    assert np.allclose(totals, 0.5)
+    # each cluster's weights 1/(C |γ_q|), rounded, summed over at most 4 participants
+    assert_close(totals, np.full(len(totals), 0.5), terms=4, depth=2, what="cluster totals")
 
 
 class NoFeatures(nn.Module):
@@ -227,7 +246,9 @@ def test_engine_features_transform_is_the_mean_of_log_softmax():
     idx = sim.data.client_indices("train")[1]
     h = sim.engine.model.features(sim.data.inputs(idx, F64))
     got = sim.engine.features(w, np.array([1]), transform="log_softmax")[0]
-    assert torch.allclose(got, F.log_softmax(h, -1).mean(0), rtol=0, atol=1e-12)
+    # the engine's features of a stack vs the model's own on one client: a first-layer dot product over 16
+    # features, the log-softmax and the mean over the client's 12 samples
+    assert_close(got, F.log_softmax(h, -1).mean(0), terms=16, depth=3, what="features")
     with pytest.raises(ValueError, match="transform must be one of"):
         sim.engine.features(w, np.array([1]), transform="softplus")
 
@@ -275,6 +296,9 @@ def test_batchnorm_statistics_are_averaged_with_the_equitable_weights(bn_weights
     p = torch.as_tensor(out.diagnostics["weights"], dtype=F64)
     assert sorted(p.tolist()) == [0.25, 0.25, 0.5]
     expected = p @ uploaded if bn_weights == "equitable" else uploaded.mean(0)
-    assert (algo.state["running"] - expected).abs().max() < 1e-12
+    # the same training in a separate engine (same operations and shapes), and the same product (or mean)
+    assert torch.equal(algo.state["running"], expected)
     assert torch.equal(algo.sim.engine.running, algo.state["running"])
-    assert (p @ uploaded - uploaded.mean(0)).abs().max() > 1e-6  # the two rules differ here
+    assert (
+        p @ uploaded - uploaded.mean(0)
+    ).abs().max() > 1e-6  # the two rules differ here (far beyond rounding)

@@ -5,25 +5,34 @@ import torch
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.algorithms.fairfed import fairfed_gaps, fairfed_update, fairfed_weights
 from tests.algorithms.conftest import run_rounds, tiny_sim
+from tests.rounding import assert_close
+
+# The formulas vs values by hand, of 3 clients: the gaps pass through the pooled accuracy's sum and the
+# difference (depth 2), the fairness weights through their mean and the shift too (depth 4); terms cancel, so
+# the scale is that of what they subtract: accuracies and weights at most 1, β times the gaps.
 
 
 def test_formulas_by_hand():
     # pooled accuracy (5 + 16 + 9) / 40 = 0.75 → Δ = (.25, .05, .15), mean .15
     gaps = fairfed_gaps(np.array([0.5, 0.8, 0.9]), np.array([10, 20, 10]))
-    assert np.allclose(gaps, [0.25, 0.05, 0.15])
+    assert_close(gaps, [0.25, 0.05, 0.15], terms=3, depth=2, scale=1.0, what="gaps")
     bar = np.array([0.1, 0.2, 0.1])
-    assert np.allclose(fairfed_update(bar, gaps, beta=1.0), [0.0, 0.3, 0.1])  # 0.1 − 0.1, 0.2 + 0.1, 0.1 − 0
-    assert np.allclose(fairfed_update(bar, gaps, beta=2.0), [0.0, 0.4, 0.1])  # 0.1 − 0.2 clipped to 0
-    assert np.allclose(fairfed_weights(np.array([0.0, 0.3, 0.1]), np.array([10, 20, 10])), [0, 0.75, 0.25])
+    # 0.1 − 0.1, 0.2 + 0.1, 0.1 − 0
+    assert_close(fairfed_update(bar, gaps, beta=1.0), [0.0, 0.3, 0.1], terms=3, depth=4, scale=2.0)
+    # 0.1 − 0.2 clipped to 0
+    assert_close(fairfed_update(bar, gaps, beta=2.0), [0.0, 0.4, 0.1], terms=3, depth=4, scale=3.0)
+    # the normalising sum of 3 terms and the division
+    weights = fairfed_weights(np.array([0.0, 0.3, 0.1]), np.array([10, 20, 10]))
+    assert_close(weights, [0, 0.75, 0.25], terms=3, depth=2, what="weights")
 
 
 def test_degenerate_cases():
     bar = np.array([0.1, 0.2, 0.3])
-    assert np.allclose(fairfed_update(bar, np.full(3, 0.4), beta=5.0), bar)  # equal gaps: weights kept
+    # equal gaps: weights kept, up to the mean of 3 gaps and the shift (scale: 0.3 + 5 · 0.4)
+    assert_close(fairfed_update(bar, np.full(3, 0.4), beta=5.0), bar, terms=3, depth=2, scale=2.3)
     assert np.array_equal(fairfed_update(bar, np.array([0.1, 0.5, 0.2]), beta=0.0), bar)  # β = 0
-    assert np.allclose(
-        fairfed_weights(np.zeros(2), np.array([10, 30])), [0.25, 0.75]
-    )  # all clipped → n-weights
+    # all clipped → n-weights: 10/40 and 30/40, exact
+    assert np.array_equal(fairfed_weights(np.zeros(2), np.array([10, 30])), [0.25, 0.75])
 
 
 def test_one_round_matches_the_formulas_at_the_global_model():
@@ -37,10 +46,16 @@ def test_one_round_matches_the_formulas_at_the_global_model():
     bar = np.maximum(n / 117 - 0.5 * (delta - delta.mean()), 0)
     out = algo.round(0)
     assert np.array_equal(out.selected, clients)
-    assert np.allclose(algo.state["fair_weights"][clients], bar)
-    assert np.allclose(out.diagnostics["weights"], bar / bar.sum())
+    # the algorithm's update vs the formula by hand on the same accuracies (as in test_formulas_by_hand; β =
+    # 0.5)
+    assert_close(algo.state["fair_weights"][clients], bar, terms=3, depth=4, scale=1.5, what="fair weights")
+    # and their normalisation, which divides the weights' error by Σ ω̄
+    weights = out.diagnostics["weights"]
+    assert_close(weights, bar / bar.sum(), terms=3, depth=5, scale=1.5 / bar.sum(), what="weights")
     others = np.setdiff1d(np.arange(6), clients)
-    assert np.allclose(algo.state["fair_weights"][others], sim.train_sizes[others] / 117)  # untouched
+    assert np.array_equal(
+        algo.state["fair_weights"][others], sim.train_sizes[others] / 117
+    )  # untouched n_k/117
 
 
 def test_beta_zero_is_fedavg():
@@ -51,7 +66,10 @@ def test_beta_zero_is_fedavg():
     assert [o.selected.tolist() for o in run_rounds(fedavg, 3)] == [
         o.selected.tolist() for o in run_rounds(fairfed, 3)
     ]
-    assert torch.allclose(fedavg.w, fairfed.w, atol=1e-12)
+    # FedAvg's n_k / Σ n vs FairFed's renormalised n_k / 117: weights a few ulps apart, averaged over 3
+    # clients, then through the next rounds' training: the longest sum a first-layer dot product over 16
+    # features (batches of 4), 7 reductions a local step, 3 steps and the average a round, 3 rounds
+    assert_close(fedavg.w, fairfed.w, terms=16, depth=3 * (7 * 3 + 1), what="global model")
 
 
 def test_equal_gaps_keep_the_sample_size_weights():
@@ -62,7 +80,9 @@ def test_equal_gaps_keep_the_sample_size_weights():
         torch.full((len(clients),), 0.6),
     )
     run_rounds(algo, 3)
-    assert np.allclose(algo.state["fair_weights"], sim.train_sizes / 117)
+    # equal accuracies: gaps of rounding size only (the pooled accuracy's sum of 3 terms), then the mean and
+    # the shift, in each of 3 rounds; scale 1 + β
+    assert_close(algo.state["fair_weights"], sim.train_sizes / 117, terms=3, depth=3 * 4, scale=4.0)
 
 
 def test_runs_on_clients_without_group_labels():

@@ -7,6 +7,7 @@ from fairfl_core.algorithms.base import Plan
 from fairfl_core.algorithms.fedavg import average_weights, select_clients
 from fairfl_core.selection import sample_clients
 from tests.algorithms.conftest import run_rounds, tiny_sim, uploads_of
+from tests.rounding import assert_close
 
 
 def test_size_weighted_aggregate_by_hand():
@@ -16,18 +17,23 @@ def test_size_weighted_aggregate_by_hand():
     w = algo.w
     params = torch.stack([w + 1.0, w - 2.0])
     update = algo.aggregate(0, Plan(clients, sim.local_spec(0)), uploads_of(clients, params))
-    # w + 0.5 * (7/19 * 1 + 12/19 * (-2)) = w - 0.5 * 17/19
-    assert torch.allclose(update.w, w - 0.5 * 17 / 19)
-    assert torch.allclose(update.weights, torch.tensor([7 / 19, 12 / 19], dtype=w.dtype))
+    # w + 0.5 * (7/19 * 1 + 12/19 * (-2)) = w - 0.5 * 17/19 the server's sum of 2 weighted updates vs the
+    # value by hand: the updates' differences, the sum, the step, of the magnitude of the parameters and
+    # updates (|w| + 2)
+    assert_close(update.w, w - 0.5 * 17 / 19, terms=2, depth=3, scale=float(w.abs().max()) + 2, what="w")
+    assert torch.equal(
+        update.weights, torch.tensor([7 / 19, 12 / 19], dtype=w.dtype)
+    )  # 7 + 12 exact, divided
 
 
 def test_uniform_weights_and_size_sampling():
     sim = tiny_sim(clients_per_round=6)
     algo = build_algorithm("fedavg", sim, {"weighting": "uniform", "sampling": "size", "replacement": True})
     p = average_weights(sim, np.array([0, 3, 3]), algo.hp, algo.w)
-    assert torch.allclose(p, torch.full((3,), 1 / 3, dtype=p.dtype))
+    assert torch.equal(p, torch.full((3,), 1 / 3, dtype=p.dtype))  # 1.0 / 3 each
     picks = np.concatenate([select_clients(sim, t, algo.hp) for t in range(300)])
     freq = np.bincount(picks, minlength=6) / len(picks)
+    # a frequency of 900 draws: sampling error (about 0.015), not rounding
     assert np.allclose(freq, sim.train_sizes / sim.train_sizes.sum(), atol=0.03)
 
 

@@ -4,6 +4,7 @@ import torch
 
 from fairfl_core.algorithms import build_algorithm
 from tests.algorithms.conftest import run_rounds, server_round, tiny_sim
+from tests.rounding import assert_close
 
 
 def _server_round(algo, params: torch.Tensor) -> None:
@@ -19,8 +20,14 @@ def test_two_rounds_accumulate_momentum_by_hand():
     w0 = algo.w.clone()
     for _ in range(2):
         _server_round(algo, torch.stack([algo.w + 1.0, algo.w - 2.0]))
-    assert torch.allclose(algo.state["server_velocity"], torch.full_like(w0, 2.0 * -1.7))  # η_g v
-    assert torch.allclose(algo.w, w0 - 34 / 19 - 3.4)
+    # the plug-in's steps vs the values by hand: each round the updates' differences, their sum of 2 terms and
+    # the momentum (depth 3 a round, 2 rounds), of the magnitude of the parameters along the way (|w0| + 5.2)
+    # and the updates (2); η_g v is η_g = 2 times that, and w adds the two steps
+    mag = float(w0.abs().max()) + 34 / 19 + 3.4 + 2
+    assert_close(
+        algo.state["server_velocity"], torch.full_like(w0, 2.0 * -1.7), terms=2, depth=6, scale=2 * mag
+    )
+    assert_close(algo.w, w0 - 34 / 19 - 3.4, terms=2, depth=8, scale=3 * mag, what="w")
 
 
 def test_fedavgm_is_fedavg_with_the_server_momentum_plug_in_at_the_paper_beta():

@@ -12,40 +12,54 @@ from fairfl_core.algorithms.fedeba import (
     toy_losses,
     weights_entropy,
 )
+from fairfl_core.algorithms.qffl import LOSS_OFFSET
 from fairfl_core.metrics import entropy_of_normalised
 from tests.algorithms.conftest import run_rounds, tiny_sim
+from tests.rounding import assert_close, reduction_tolerance
 
 D = torch.float64
 E = math.e
 
 
+# The softmax of 2 logits vs its closed form: the logits (and log q), the exponentials with the sum of 2 and
+# the division, and the closed form's own rounded e: depth 3 of 2 terms.
+BY_HAND = dict(terms=2, depth=3)
+
+
 def test_eba_weights_by_hand():
     # F = [1, 2], τ = 1: p = [e, e²] / (e + e²) = [1/(1+e), e/(1+e)]
     p = eba_weights(torch.tensor([1.0, 2.0], dtype=D), 1.0)
-    assert torch.allclose(p, torch.tensor([1 / (1 + E), E / (1 + E)], dtype=D))
+    assert_close(p, torch.tensor([1 / (1 + E), E / (1 + E)], dtype=D), **BY_HAND)
     # τ = 0.5 doubles the exponent gap: [1/(1+e²), e²/(1+e²)]
     p = eba_weights(torch.tensor([1.0, 2.0], dtype=D), 0.5)
-    assert torch.allclose(p, torch.tensor([1 / (1 + E**2), E**2 / (1 + E**2)], dtype=D))
+    assert_close(p, torch.tensor([1 / (1 + E**2), E**2 / (1 + E**2)], dtype=D), **BY_HAND)
     # size prior q = [1/4, 3/4] (Eq. 22): p ∝ [e/4, 3e²/4] → [1/(1+3e), 3e/(1+3e)]
     p = eba_weights(torch.tensor([1.0, 2.0], dtype=D), 1.0, torch.tensor([0.25, 0.75], dtype=D))
-    assert torch.allclose(p, torch.tensor([1 / (1 + 3 * E), 3 * E / (1 + 3 * E)], dtype=D))
+    assert_close(p, torch.tensor([1 / (1 + 3 * E), 3 * E / (1 + 3 * E)], dtype=D), **BY_HAND)
 
 
 def test_eba_weights_do_not_overflow_at_small_temperature():
     # F/τ = [2000, 2020]: exp would overflow; the softmax gives [1/(1+e^20), e^20/(1+e^20)]
     p = eba_weights(torch.tensor([100.0, 101.0]), 0.05)
     assert torch.isfinite(p).all()
-    assert float(p[0]) == pytest.approx(1 / (1 + math.exp(20)), rel=1e-4)
+    # float32: each logit F/τ ≈ 2020 is rounded by up to u·2020, so their gap moves p_0 by up to 2u·2020
+    # relative, and the softmax's exponentials, sum and division add a few u more
+    expected = 1 / (1 + math.exp(20))
+    assert_close(float(p[0]), expected, terms=1, depth=1, scale=expected * (2020 + 1.5), dtype=torch.float32)
 
 
 def test_temperature_limits():
     losses = torch.tensor([0.3, 2.0, 1.9], dtype=D)
     uniform = torch.full((3,), 1 / 3, dtype=D)
     prior = torch.tensor([0.2, 0.3, 0.5], dtype=D)
-    assert torch.allclose(eba_weights(losses, math.inf), uniform)  # τ → ∞: FedAvg (uniform)
+    # τ → ∞: FedAvg (uniform): logits 0, the softmax's sum of 3 and its division
+    assert_close(eba_weights(losses, math.inf), uniform, terms=3, depth=2)
+    # τ = 10⁹ is uniform only to first order in the loss spread over τ (1.7e-9): a limit, not a rounding bound
     assert torch.allclose(eba_weights(losses, 1e9), uniform, atol=1e-8)
-    assert torch.allclose(eba_weights(losses, math.inf, prior), prior)  # … or the prior
-    assert float(eba_weights(losses, 1e-3)[1]) > 1 - 1e-12  # τ → 0: the max-loss client (AFL-like)
+    # … or the prior: log q then exp, the sum of 3 and the division
+    assert_close(eba_weights(losses, math.inf, prior), prior, terms=3, depth=3)
+    # τ → 0: the max-loss client (AFL-like); 1 − e^{−100} is 1 up to the softmax's sum of 3 and division
+    assert float(eba_weights(losses, 1e-3)[1]) >= 1 - reduction_tolerance(terms=3, depth=2)
 
 
 @pytest.mark.parametrize(
@@ -54,36 +68,50 @@ def test_temperature_limits():
     [("constant", 1.0), ("linear", 0.5), ("concave", 1 / math.sqrt(2)), ("convex", 0.125)],
 )
 def test_annealing_schedules_by_hand(schedule, expected):
-    assert annealed_tau(1.0, 10, schedule, 0.1) == pytest.approx(expected)
+    # κ t, the power and the division, elementwise, vs the literal
+    assert_close(annealed_tau(1.0, 10, schedule, 0.1), expected, terms=1, depth=3)
     assert annealed_tau(5.0, 0, schedule, 0.1) == 5.0  # round 0 (the paper's t = 1) starts at τ_0
 
 
 def test_entropies_by_hand():
-    assert weights_entropy(torch.full((4,), 0.25, dtype=D)) == pytest.approx(math.log(4))
+    # −Σ p log p: the logarithms and the sum of 4 terms
+    assert_close(weights_entropy(torch.full((4,), 0.25, dtype=D)), math.log(4), terms=4, depth=2)
     assert weights_entropy(torch.tensor([1.0, 0.0, 0.0], dtype=D)) == 0.0
 
 
 def test_figure1_toy_as_the_spec_states_it():
     # F_1 = 2(x−2)², F_2 = ½(x+4)², x_t = 0, one step of 1/4: x_1 = 2, x_2 = −1; losses (0, 4.5)
-    assert np.allclose(toy_losses([2.0, -1.0]), [0.0, 4.5])
+    assert np.array_equal(toy_losses([2.0, -1.0]), [0.0, 4.5])  # small binary fractions: exact
     x = figure1_toy(tau=5.311)
-    assert x["fedavg"] == pytest.approx(0.5)
+    assert x["fedavg"] == 0.5  # the mean of 2 and −1: exact
+    # the paper's printed values, to 3 decimals (their tolerance, not rounding):
     assert x["eba"] == pytest.approx(-0.1, abs=1e-3)  # p_1 = 1/(1 + e^{4.5/5.311}) = 0.300
-    assert x["qffl"] == pytest.approx(8 / 21)  # q = 1, L = 1: Δ = (−16, 8), h = (12, 9)
+    # q = 1, L = 1: Δ = (−16, 8), h = (12, 9) at F = 8 + LOSS_OFFSET: x = (8 + δ)/(21 + 2δ), up to the sums
+    # of 2 clients and the division
+    qffl = (8 + LOSS_OFFSET) / (21 + 2 * LOSS_OFFSET)
+    assert_close(x["qffl"], qffl, terms=2, depth=3, what="q-FFL")
     assert figure1_toy(tau=1.0)["eba"] == pytest.approx(-0.967, abs=1e-3)  # the printed τ = 1 (A28)
 
     def variance(xx):
         f = toy_losses(xx)
         return float(np.var([f[0], f[1]]))  # two clients: (gap / 2)²
 
-    assert variance(x["fedavg"]) == pytest.approx(2.8125**2)  # 7.91
-    assert variance(x["eba"]) == pytest.approx(0.6075**2, rel=1e-2)  # paper: (0.6)²
+    assert variance(x["fedavg"]) == 2.8125**2  # 7.91; binary fractions of few bits: exact
+    assert variance(x["eba"]) == pytest.approx(0.6075**2, rel=1e-2)  # paper: (0.6)², printed (not rounding)
     assert variance(x["eba"]) < variance(x["qffl"]) < variance(x["fedavg"])
     assert variance(-0.4) < variance(x["fedavg"])  # the paper's printed q-FFL point
-    # entropy of the normalised losses (log₂): EBA 0.996, q-FFL (x = −0.4) 0.943, FedAvg 0.890
+    # entropy of the normalised losses (log₂): EBA 0.996, q-FFL (x = −0.4) 0.943, FedAvg 0.890, printed to 3
+    # decimals: half a unit of the last (5e-4) is their tolerance, not rounding
     assert entropy_of_normalised(toy_losses(x["eba"])) == pytest.approx(0.996, abs=5e-4)
     assert entropy_of_normalised(toy_losses(-0.4)) == pytest.approx(0.943, abs=5e-4)
     assert entropy_of_normalised(toy_losses(x["fedavg"])) == pytest.approx(0.890, abs=5e-4)
+
+
+def weights_scale(w0: torch.Tensor, local: torch.Tensor, losses: torch.Tensor, tau: float) -> float:
+    """The magnitude behind the server's x + Σ p_i Δ_i: the parameters, and the updates Δ_i times twice the
+    largest logit F/τ, the factor by which exp(F/τ) turns an error of the losses into a relative one of
+    the weights (δp_i = p_i (δℓ_i − Σ_j p_j δℓ_j))."""
+    return float(w0.abs().max()) + 2 * float(losses.abs().max()) / tau * float((local - w0).abs().max())
 
 
 @pytest.mark.parametrize("weighting", ["uniform", "size"])
@@ -99,7 +127,11 @@ def test_round_weights_by_the_post_training_losses(weighting):
         n = torch.as_tensor(sim.train_sizes[clients], dtype=D)
         q = n / n.sum()
     p = q * torch.exp(post / 0.5) / (q * torch.exp(post / 0.5)).sum()
-    assert (algo.w - (w0 + p @ (local - w0))).abs().max() < 1e-12
+    # each client's loss alone vs the engine's stacked evaluation: 4 reductions (2 layers, the log-softmax,
+    # the mean over at most 32 samples), then the softmax and the weighted sum of 3 updates and the step (3
+    # more)
+    scale = weights_scale(w0, local, post, 0.5)
+    assert_close(algo.w, w0 + p @ (local - w0), terms=32, depth=4 + 3, scale=scale, what="global model")
 
 
 def test_last_epoch_average_uses_the_local_minibatch_losses():
@@ -109,7 +141,10 @@ def test_last_epoch_average_uses_the_local_minibatch_losses():
     clients = algo.round(0).selected
     res = sim.engine.train(clients, w0, sim.local_spec(0), sim.seed_for(0, "batches"))
     p = torch.softmax(res.train_loss / 0.5, 0)
-    assert (algo.w - (w0 + p @ (res.params - w0))).abs().max() < 1e-12
+    # the same training and losses; the algorithm adds log q to the logits (one rounding), then the softmax's
+    # sum of 3 and the weighted sum of 3 updates and the step
+    scale = weights_scale(w0, res.params, res.train_loss, 0.5)
+    assert_close(algo.w, w0 + p @ (res.params - w0), terms=3, depth=3, scale=scale, what="global model")
 
 
 @pytest.mark.parametrize("weighting", ["uniform", "size"])
@@ -117,15 +152,20 @@ def test_a_huge_temperature_is_fedavg(weighting):
     a = build_algorithm("fedavg", tiny_sim(), {"weighting": weighting})
     b = build_algorithm("fedeba", tiny_sim(), {"weighting": weighting, "tau": 1e15})
     run_rounds(a, 3), run_rounds(b, 3)
-    assert (a.w - b.w).abs().max() < 1e-12
+    # τ = 10¹⁵ moves the weights off q by F/τ ≈ 2·10⁻¹⁵ relative, within one reduction's rounding: weights a
+    # few ulps apart, averaged over 3 clients, then through the next rounds' training: the longest sum a
+    # first-layer dot product over 16 features (batches of 4), 7 reductions a local step, 3 steps, the weights
+    # and the average a round, 3 rounds
+    assert_close(a.w, b.w, terms=16, depth=3 * (7 * 3 + 2), what="global model")
 
 
 def test_annealed_temperature_and_diagnostics():
     algo = build_algorithm("fedeba", tiny_sim(), {"tau": 2.0, "tau_schedule": "linear", "tau_kappa": 1.0})
     outs = run_rounds(algo, 3)
-    assert [o.diagnostics["tau"] for o in outs] == pytest.approx([2.0, 1.0, 2 / 3])
+    assert [o.diagnostics["tau"] for o in outs] == [2.0, 1.0, 2 / 3]  # 2 / (1 + t): one rounded division
     d = outs[-1].diagnostics
-    assert 0 < d["weights_entropy"] <= math.log(3) + 1e-12
+    # entropy of 3 weights at most log 3, up to the rounding of the softmax's sum and the entropy's (3 terms)
+    assert 0 < d["weights_entropy"] <= math.log(3) * (1 + reduction_tolerance(terms=3, depth=2))
     assert 1 / 3 <= d["weight_max"] <= 1
     assert {"train_loss", "post_loss_max"} <= d.keys()
 

@@ -13,8 +13,15 @@ from fairfl_core.algorithms.fedeba_plus import (
 )
 from fairfl_core.sim.faults import FaultConfig
 from tests.algorithms.conftest import run_rounds, tiny_sim
+from tests.algorithms.test_fedeba import weights_scale
+from tests.rounding import assert_close, reduction_tolerance
 
 D = torch.float64
+# A round by hand vs the algorithm's (tiny_sim, τ = 0.5): full-batch losses and gradients sum over a client's
+# samples (at most 32); the losses pass through 4 reductions (2 layers, the log-softmax, the mean), a gradient
+# through 7 (2 layers and the loss forward and back, the step), the softmax weights and the server's weighted
+# sums through 3 more; exp(F/τ) turns the losses' error into a relative one of the weights (weights_scale).
+ROUND_TERMS = 32
 
 
 def t64(values):
@@ -32,7 +39,18 @@ def t64(values):
     ],
 )
 def test_fair_angle_by_hand(losses, degrees):
-    assert fair_angle(losses) == pytest.approx(degrees, abs=1e-9)
+    # atan2 of the std and the mean (sums of at most 3 losses) vs arccos of ⟨L, 1⟩/(‖L‖ √n) by hand: depth 3
+    # (the sums, the ratio, the angle), in degrees per radian times the arccos's condition cos φ / sin φ
+    # (at most 2.5 here)
+    assert_close(fair_angle(losses), degrees, terms=3, depth=3, scale=math.degrees(2.5))
+
+
+def _arccos_error(cos: float, err: float) -> float:
+    """The most arccos can move when its argument ``cos`` moves by ``err``: err / √(1 − c²) at the largest c
+    within reach (the mean value theorem), and never more than arccos(1 − err) (its modulus of continuity)."""
+    hi = min(cos + err, 1.0)
+    first_order = err / math.sqrt(1 - hi**2) if hi < 1 else math.inf
+    return min(first_order, math.acos(1 - err))
 
 
 def test_fair_angle_is_the_arccos_of_alg1_and_its_tangent_the_coefficient_of_variation():
@@ -41,10 +59,20 @@ def test_fair_angle_is_the_arccos_of_alg1_and_its_tangent_the_coefficient_of_var
         losses = rng.exponential(1.0, size=rng.integers(2, 12))
         cos = losses.sum() / (np.linalg.norm(losses) * math.sqrt(len(losses)))
         phi = fair_angle(losses)
-        assert phi == pytest.approx(math.degrees(math.acos(min(cos, 1.0))), abs=1e-6)
-        assert math.tan(math.radians(phi)) == pytest.approx(losses.std() / losses.mean(), rel=1e-9)
+        # cos by hand: the sum, the norm's sum of squares and the ratio of n terms (depth 3); fair_angle's
+        # atan2 of the std and mean is well conditioned (an error of that size in radians)
+        err = reduction_tolerance(terms=len(losses), depth=3)
+        by_hand = math.degrees(math.acos(min(cos, 1.0)))
+        assert abs(phi - by_hand) <= math.degrees(_arccos_error(min(cos, 1.0), err) + err)
+        # tan φ vs numpy's std / mean: the sums of n terms (depth 3) and the angle's round trip, whose error
+        # tan turns into a relative one 1/(sin φ cos φ) times larger
+        r = math.radians(phi)
+        cv = losses.std() / losses.mean()
+        scale = cv * (1 + 1 / (math.sin(r) * math.cos(r)))
+        assert_close(math.tan(r), cv, terms=len(losses), depth=4, scale=scale, what="tan φ")
         assert 0 <= phi <= 90  # non-negative losses: θ = 90° never triggers gradient alignment
-    # the θ grid in CV terms (spec §2.4): 15° ⇔ CV 0.268, 30° ⇔ 0.577, 45° ⇔ 1
+    # the θ grid in CV terms (spec §2.4): 15° ⇔ CV 0.268, 30° ⇔ 0.577, 45° ⇔ 1 (CVs printed to 4 decimals:
+    # the tolerance of 0.01° is theirs, not rounding)
     for theta, cv in [(15, 0.2679), (30, 0.5774), (45, 1.0)]:
         assert fair_angle([1 - cv, 1 + cv]) == pytest.approx(theta, abs=0.01)
 
@@ -54,15 +82,19 @@ def test_model_alignment_update_by_hand():
     out = model_alignment_update(
         t64([[1.0, 0.0], [0.0, 2.0]]), t64([0.25, 0.75]), t64([[2.0, 2.0], [4.0, 0.0]]), t64([0.5, 0.5]), 0.5
     )
-    assert torch.allclose(out, t64([1.625, 1.25]))
+    # two weighted sums of 2 rows and their combination (depth 2)
+    assert_close(out, t64([1.625, 1.25]), terms=2, depth=2)
 
 
 def test_prac_closed_form_by_hand():
     deltas, p, p_tilde = t64([[1.0, 0.0], [0.0, 2.0]]), t64([0.25, 0.75]), t64([0.5, 0.5])
     # equal K: (1−α) p·Δ + α p̃·Δ = ½(0.25, 1.5) + ½(0.5, 1.0)
-    assert torch.allclose(prac_fair_update(deltas, p, p_tilde, 0.5, t64([2.0, 2.0])), t64([0.375, 1.25]))
+    # (the divisions by K, three sums of 2 terms and their combination: depth 3)
+    out = prac_fair_update(deltas, p, p_tilde, 0.5, t64([2.0, 2.0]))
+    assert_close(out, t64([0.375, 1.25]), terms=2, depth=3)
     # K = (1, 3): ½(0.25, 1.5) + ½·(p·K = 2.5)·(p̃·Δ/K = (0.5, 1/3))
-    assert torch.allclose(prac_fair_update(deltas, p, p_tilde, 0.5, t64([1.0, 3.0])), t64([0.75, 7 / 6]))
+    out = prac_fair_update(deltas, p, p_tilde, 0.5, t64([1.0, 3.0]))
+    assert_close(out, t64([0.75, 7 / 6]), terms=2, depth=3)
 
 
 def test_prac_closed_form_equals_algorithm_3_with_recorded_gradients():
@@ -85,7 +117,9 @@ def test_prac_closed_form_equals_algorithm_3_with_recorded_gradients():
     aligned = [(1 - alpha) * d - alpha * eta * k * g_tilde for d, k in zip(deltas, steps, strict=True)]
     expected = p @ np.array(aligned)
     out = prac_fair_update(t64(np.array(deltas)), t64(p), t64(p_tilde), alpha, t64(steps))
-    assert np.allclose(out.numpy(), expected, atol=1e-12)
+    # Δ_i accumulated over K_i ≤ 5 GD steps vs −η K_i times their recorded gradients' mean: each step sums 6
+    # rows twice (A x − b, Aᵀ r), then the mean over the steps, the 3-term averages and the combination
+    assert_close(out, expected, terms=6, depth=2 * 5 + 3, what="aligned update")
 
 
 @pytest.mark.parametrize("name", ["fedeba+", "prac_fedeba+"])
@@ -105,8 +139,11 @@ def test_a_huge_temperature_gives_uniform_weights(name):
     b = build_algorithm(name, tiny_sim(), {"entropy_weights": False, "weighting": "uniform", "alpha": 0.5})
     outs = run_rounds(a, 2)
     run_rounds(b, 2)
-    assert (a.w - b.w).abs().max() < 1e-12
-    assert outs[-1].diagnostics["weights_entropy"] == pytest.approx(math.log(3))
+    # τ = 10¹⁵: weights off uniform by F/τ ≈ 2·10⁻¹⁵ and their rounding, then through the rest of the run
+    # (2 rounds of the weights, one-step alignment gradients and 3 local steps)
+    assert_close(a.w, b.w, terms=ROUND_TERMS, depth=2 * (3 + 7 + 7 * 3), what="global model")
+    # entropy of 3 weights: the softmax's and the entropy's sums of 3
+    assert_close(outs[-1].diagnostics["weights_entropy"], math.log(3), terms=3, depth=3, what="entropy")
 
 
 def test_theta_controls_the_branch_and_the_extra_communication():
@@ -135,8 +172,12 @@ def test_gradient_alignment_round_by_hand(units, scale):
     post = sim.engine.losses(local, clients)[0]
     out = algo.round(0)
     assert out.diagnostics["branch"] == "gradient"
-    assert out.diagnostics["fair_angle"] == pytest.approx(fair_angle(losses))
-    assert (algo.w - (w0 + torch.softmax(post / 0.5, 0) @ (local - w0))).abs().max() < 1e-12
+    assert out.diagnostics["fair_angle"] == fair_angle(losses)  # the same function of the same losses
+    # g̃ (the losses, the softmax, the gradients: 4 + 3 + 7), the 3 local steps it enters, the post-training
+    # losses, the weights and the weighted sum
+    expected = w0 + torch.softmax(post / 0.5, 0) @ (local - w0)
+    scale = weights_scale(w0, local, post, 0.5)
+    assert_close(algo.w, expected, terms=ROUND_TERMS, depth=14 + 7 * 3 + 4 + 3, scale=scale, what="w")
 
 
 @pytest.mark.parametrize("scale,factor", [("one_step", 1.0), ("local_steps", 3.0)])
@@ -150,7 +191,9 @@ def test_model_alignment_round_by_hand(scale, factor):
     one_step = -0.2 * factor * sim.engine.gradients(w0, clients)  # x_{t,1} − x_t, full-batch step
     expected = w0 + 0.4 * (p @ (local - w0)) + 0.6 * one_step.mean(0)
     algo.round(0)
-    assert (algo.w - expected).abs().max() < 1e-12
+    # the one-step updates (a gradient, 7), the weights (the losses, the softmax: 4 + 3) and the sums (2)
+    scale = weights_scale(w0, local, sim.engine.losses(local, clients)[0], 0.5)
+    assert_close(algo.w, expected, terms=ROUND_TERMS, depth=7 + 7 + 2, scale=scale, what="w")
 
 
 def test_minibatch_fair_gradient_is_the_full_gradient_when_the_minibatch_holds_all_data():
@@ -158,7 +201,9 @@ def test_minibatch_fair_gradient_is_the_full_gradient_when_the_minibatch_holds_a
     a = build_algorithm("fedeba+", tiny_sim(batch_size=64), {"fair_grad": "minibatch", "tau": 0.5})
     b = build_algorithm("fedeba+", tiny_sim(batch_size=64), {"fair_grad": "full", "tau": 0.5})
     run_rounds(a, 2), run_rounds(b, 2)
-    assert (a.w - b.w).abs().max() < 1e-10
+    # the gradient over the one minibatch (the local training's, the samples in its order) vs the engine's
+    # full-batch gradient, then 2 rounds of the alignment (g̃: 4 + 3 + 7), 3 local steps and the weights
+    assert_close(a.w, b.w, terms=ROUND_TERMS, depth=2 * (14 + 7 * 3 + 4 + 3), what="global model")
 
 
 def test_fedavg_plus_alignment_ablation_uses_prior_weights():
@@ -166,15 +211,18 @@ def test_fedavg_plus_alignment_ablation_uses_prior_weights():
     a = build_algorithm("fedavg", tiny_sim(), {"weighting": "size"})
     b = build_algorithm("fedeba+", tiny_sim(), {"entropy_weights": False, "weighting": "size", "alpha": 0.0})
     run_rounds(a, 2), run_rounds(b, 2)
-    assert (a.w - b.w).abs().max() < 1e-12
+    # the same weights q, FedAvg's vs FedEBA+'s update of 3 clients (2 reductions), then the second round's
+    # training: a first-layer dot product over 16 features (batches of 4), 7 reductions a step
+    assert_close(a.w, b.w, terms=16, depth=2 * (7 * 3 + 2), what="global model")
     sim = tiny_sim()
     algo = build_algorithm("fedeba+", sim, {"entropy_weights": False, "alpha": 0.5, "fair_grad": "full"})
     w0, clients = algo.w.clone(), select_clients(sim, 0, algo.hp)
-    g_tilde = sim.engine.gradients(w0, clients).mean(0)
+    g_tilde = 0.2 * sim.engine.gradients(w0, clients).mean(0)  # the default "update" units: η ∇F, η = 0.2
     spec = sim.local_spec(0, mix_alpha=0.5, mix_vector=g_tilde)
     local = sim.engine.train(clients, w0, spec, sim.seed_for(0, "batches")).params
     algo.round(0)
-    assert (algo.w - local.mean(0)).abs().max() < 1e-12
+    # g̃ (the gradients, their mean and η: 7 + 2), the 3 local steps it enters, the average of 3 and the step
+    assert_close(algo.w, local.mean(0), terms=ROUND_TERMS, depth=9 + 7 * 3 + 2, what="global model")
 
 
 @pytest.mark.parametrize("theta,branch", [(0.0, "gradient"), (90.0, "model")])
@@ -192,7 +240,11 @@ def test_prac_round_by_hand(theta, branch):
     out = algo.round(0)
     assert out.diagnostics["branch"] == branch
     assert out.diagnostics["extra_comms"] == 0  # same communication as FedAvg
-    assert (algo.w - (w0 + 0.4 * (p @ deltas) + 0.6 * aligned)).abs().max() < 1e-12
+    # the losses (4) and weights (3) of both weightings, and the combination's sums (2)
+    scale = weights_scale(w0, local, sim.engine.losses(w0, clients)[0], 0.5)
+    scale += weights_scale(w0, local, sim.engine.losses(local, clients)[0], 0.5)
+    expected = w0 + 0.4 * (p @ deltas) + 0.6 * aligned
+    assert_close(algo.w, expected, terms=ROUND_TERMS, depth=4 + 3 + 2, scale=scale, what="global model")
 
 
 @pytest.mark.parametrize(
@@ -226,7 +278,10 @@ def test_model_alignment_with_dropouts_averages_the_survivors_only():
     p = torch.softmax(sim.engine.losses(local, survivors)[0] / 0.5, 0)
     one_step = -0.2 * sim.engine.gradients(w0, survivors)
     assert len(survivors) == 2 and out.diagnostics["branch"] == "model"
-    assert (algo.w - (w0 + 0.4 * (p @ (local - w0)) + 0.6 * one_step.mean(0))).abs().max() < 1e-12
+    # as in test_model_alignment_round_by_hand: the one-step updates (7), the weights (4 + 3), the sums (2)
+    expected = w0 + 0.4 * (p @ (local - w0)) + 0.6 * one_step.mean(0)
+    scale = weights_scale(w0, local, sim.engine.losses(local, survivors)[0], 0.5)
+    assert_close(algo.w, expected, terms=ROUND_TERMS, depth=7 + 7 + 2, scale=scale, what="global model")
 
 
 def test_prac_model_branch_divides_a_stragglers_update_by_the_steps_it_completed():
@@ -244,4 +299,7 @@ def test_prac_model_branch_divides_a_stragglers_update_by_the_steps_it_completed
     p = torch.softmax(sim.engine.losses(local, out.selected)[0] / 0.5, 0)
     steps = torch.as_tensor(np.where(slow, 2.0, 3.0), dtype=D)
     assert slow.sum() == 2 and out.diagnostics["branch"] == "model"
-    assert (algo.w - (w0 + 0.4 * (p @ deltas) + 0.6 * (deltas / steps[:, None]).mean(0))).abs().max() < 1e-12
+    # as in test_prac_round_by_hand: the losses (4) and weights (3), the combination's sums (2)
+    expected = w0 + 0.4 * (p @ deltas) + 0.6 * (deltas / steps[:, None]).mean(0)
+    scale = weights_scale(w0, local, sim.engine.losses(local, out.selected)[0], 0.5)
+    assert_close(algo.w, expected, terms=ROUND_TERMS, depth=4 + 3 + 2, scale=scale, what="global model")

@@ -7,6 +7,7 @@ import torch
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.algorithms.fedfv import fedfv_history_project, fedfv_kept, fedfv_project, rescale_to
 from tests.algorithms.conftest import run_rounds, server_round, tiny_sim
+from tests.rounding import assert_close
 
 
 def _t(rows):
@@ -24,13 +25,16 @@ def test_kept_clients_by_hand():
 def test_two_conflicting_vectors_by_hand():
     g = _t([[1.0, 0.0], [-1.0, 1.0]])  # ⟨g₁, g₂⟩ = −1 < 0; client 0 has the lower loss
     losses = np.array([0.1, 0.9])
-    # α = 0: g̃₁ = g₁ − (−1/2) g₂ = (0.5, 0.5);  g̃₂ = g₂ − (−1/1) g₁ = (0, 1)
-    assert torch.allclose(fedfv_project(g, losses, 0.0), _t([[0.5, 0.5], [0.0, 1.0]]), atol=1e-15)
+    # a projection g − (⟨g, h⟩/‖h‖²) h: the dot products of 2 terms and the step (depth 2), of the magnitude
+    # of |g| + |⟨g, h⟩| |h|/‖h‖², at most 2 here α = 0: g̃₁ = g₁ − (−1/2) g₂ = (0.5, 0.5);  g̃₂ = g₂ − (−1/1)
+    # g₁ = (0, 1)
+    assert_close(fedfv_project(g, losses, 0.0), _t([[0.5, 0.5], [0.0, 1.0]]), terms=2, depth=2, scale=2.0)
     # α = 0.5: the higher-loss client (order[ceil(1 · 0.5) = 1:] = [1]) keeps g₂
-    assert torch.allclose(fedfv_project(g, losses, 0.5), _t([[0.5, 0.5], [-1.0, 1.0]]), atol=1e-15)
+    assert_close(fedfv_project(g, losses, 0.5), _t([[0.5, 0.5], [-1.0, 1.0]]), terms=2, depth=2, scale=2.0)
     # mean of the projections (0.25, 0.75), rescaled to ‖mean g‖ = ‖(0, 0.5)‖ = 0.5: × 0.5/√0.625
+    # (the projections, the mean, the two norms and the ratio: depth 5)
     step = rescale_to(fedfv_project(g, losses, 0.0).mean(0), g.mean(0))
-    assert torch.allclose(step, _t([0.25, 0.75]) * 0.5 / math.sqrt(0.625), atol=1e-15)
+    assert_close(step, _t([0.25, 0.75]) * 0.5 / math.sqrt(0.625), terms=2, depth=5, what="step")
 
 
 def _reference_projection(grads, losses, alpha):
@@ -53,7 +57,10 @@ def test_projection_matches_the_client_by_client_loop(alpha):
     grads = torch.randn(7, 5, generator=gen, dtype=torch.float64)
     losses = torch.rand(7, generator=gen, dtype=torch.float64).numpy()
     expected = _reference_projection(grads, losses, alpha)
-    assert torch.allclose(fedfv_project(grads, losses, alpha), expected, atol=1e-12)
+    # up to 6 projections in sequence, each a dot product of 5 terms and a step (depth 12); a projection only
+    # shrinks a vector, so every term is at most the largest ‖g_i‖
+    scale = float(grads.norm(dim=1).max())
+    assert_close(fedfv_project(grads, losses, alpha), expected, terms=5, depth=12, scale=scale)
 
 
 def test_history_projection_by_hand():
@@ -62,9 +69,9 @@ def test_history_projection_by_hand():
     last_round = np.array([4, 5, 3, 5])  # t = 5, τ = 2 → rounds 4 then 5; client 2 (round 3) is too old
     # round 4: client 0 conflicts: g ← g − (−1/1.25)(−1, 0.5) = (0.2, 0.4)
     # round 5: client 1 conflicts (⟨(0, −1), g⟩ = −0.4), client 3 does not: g ← g − (−0.4/1)(0, −1) = (0.2, 0)
-    assert torch.allclose(
-        fedfv_history_project(g, history, last_round, t=5, tau=2), _t([0.2, 0.0]), atol=1e-15
-    )
+    # 2 projections, each dot products of 2 terms and the step; they only shrink g (‖g‖ = 1)
+    out = fedfv_history_project(g, history, last_round, t=5, tau=2)
+    assert_close(out, _t([0.2, 0.0]), terms=2, depth=4, scale=1.0)
 
 
 def test_no_conflicts_gives_the_mean_update():
@@ -75,7 +82,10 @@ def test_no_conflicts_gives_the_mean_update():
     u[:, :3] = _t([[1.0, 0.0, 2.0], [0.5, 1.0, 0.0], [0.0, 3.0, 1.0]])  # pairwise dots ≥ 0
     params = w - u
     new = server_round(algo, np.array([0, 1, 2]), params, t=1).w  # no conflict: the loss order plays no part
-    assert torch.allclose(new, w - u.mean(0), atol=1e-15)
+    # the updates w − (w − u), their mean of 3, the rescaling's two norms over P = 256 parameters and the
+    # step, of the magnitude |w| + |u|
+    scale = float(w.abs().max() + u.abs().max())
+    assert_close(new, w - u.mean(0), terms=256, depth=4, scale=scale, what="w")
 
 
 def test_alpha_one_without_history_is_uniform_fedavg():
@@ -83,7 +93,9 @@ def test_alpha_one_without_history_is_uniform_fedavg():
     fedfv = build_algorithm("fedfv", tiny_sim(), {"alpha": 1.0, "tau": 0})
     run_rounds(fedavg, 3), run_rounds(fedfv, 3)
     assert "history" not in fedfv.state
-    assert torch.allclose(fedavg.w, fedfv.w, atol=1e-12)
+    # FedAvg's average vs FedFV's mean rescaled by its own norms (over P = 256 parameters), then through the
+    # next rounds' training: 7 reductions a local step, 3 steps and 2 for the server a round, 3 rounds
+    assert_close(fedavg.w, fedfv.w, terms=256, depth=3 * (7 * 3 + 2), what="global model")
 
 
 def test_round_uses_losses_at_the_received_model_and_stores_history():
@@ -92,12 +104,13 @@ def test_round_uses_losses_at_the_received_model_and_stores_history():
     w0 = algo.w.clone()
     selected = algo.round(0).selected
     local = sim.engine.train(selected, w0, sim.local_spec(0), sim.seed_for(0, "batches")).params
-    assert torch.allclose(algo.state["history"][selected], w0 - local, atol=1e-15)
+    assert torch.equal(algo.state["history"][selected], w0 - local)  # the same training, the same difference
     assert (algo.state["last_round"][selected] == 0).all() and (algo.state["last_round"] == 0).sum() == 3
     grads = w0 - local
     losses = sim.engine.losses(w0, selected, "train")[0].numpy()
     g = fedfv_project(grads, losses, 0.1).mean(0)  # round 0 < τ − 1: no external step yet
-    assert torch.allclose(algo.w, w0 - rescale_to(g, grads.mean(0)), atol=1e-12)
+    # the same losses and updates; the server's mean, rescaling (norms over P = 256) and step vs by hand
+    assert_close(algo.w, w0 - rescale_to(g, grads.mean(0)), terms=256, depth=4, what="w")
 
 
 def test_bad_hyperparameters_name_the_field():

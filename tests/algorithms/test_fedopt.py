@@ -12,8 +12,16 @@ from fairfl_core.algorithms.fedopt import (
     yogi_server_step,
 )
 from tests.algorithms.conftest import run_rounds, server_round, tiny_sim
+from tests.rounding import assert_close
 
 NAMES = ["fedadagrad", "fedadam", "fedyogi", "fedamsgrad"]
+
+
+def by_hand(steps: int) -> dict:
+    """The server steps vs values by hand, coordinate by coordinate: elementwise arithmetic only (no sums),
+    each operation rounding once (terms 1), about 6 operations a step (the moments' products and sums, the
+    square root, the denominator, the quotient, the step), and as many again for the literals' own."""
+    return dict(terms=1, depth=2 * 6 * steps)
 
 
 def t(*values):
@@ -28,11 +36,13 @@ def test_adam_one_and_two_steps_by_hand():
     #   w = [5/3 + 0.5/(√0.75 + 0.5), −2.8]
     hp = dict(lr=1.0, beta1=0.5, beta2=0.75, tau=0.5)
     w, m, v = adam_server_step(t(1, -2), t(2, -4), t(0, 0), t(0, 0), **hp)
-    assert torch.allclose(m, t(1, -2)) and torch.allclose(v, t(1, 4))
-    assert torch.allclose(w, t(5 / 3, -2.8))
+    assert_close(m, t(1, -2), **by_hand(1), what="m")
+    assert_close(v, t(1, 4), **by_hand(1), what="v")
+    assert_close(w, t(5 / 3, -2.8), **by_hand(1), what="w")
     w, m, v = adam_server_step(w, t(0, 2), m, v, **hp)
-    assert torch.allclose(m, t(0.5, 0)) and torch.allclose(v, t(0.75, 4))
-    assert torch.allclose(w, t(5 / 3 + 0.5 / (math.sqrt(0.75) + 0.5), -2.8))
+    assert_close(m, t(0.5, 0), **by_hand(2), what="m")
+    assert_close(v, t(0.75, 4), **by_hand(2), what="v")
+    assert_close(w, t(5 / 3 + 0.5 / (math.sqrt(0.75) + 0.5), -2.8), **by_hand(2), what="w")
 
 
 def test_adagrad_one_and_two_steps_by_hand():
@@ -44,10 +54,12 @@ def test_adagrad_one_and_two_steps_by_hand():
     #   √v = [8.5, 5/6]; w = [1/3 + 4.5/9, −1/4 − (1/6)/(4/3)] = [5/6, −3/8]
     hp = dict(lr=1.0, beta1=0.5, tau=0.5)
     w, m, v = adagrad_server_step(t(0, 0), t(1.2, -2 / 3), t(0, 0), t(0.25, 0.25), **hp)
-    assert torch.allclose(v, t(1.69, 25 / 36)) and torch.allclose(w, t(1 / 3, -1 / 4))
+    assert_close(v, t(1.69, 25 / 36), **by_hand(1), what="v")
+    assert_close(w, t(1 / 3, -1 / 4), **by_hand(1), what="w")
     w, m, v = adagrad_server_step(w, t(8.4, 0), m, v, **hp)
-    assert torch.allclose(m, t(4.5, -1 / 6)) and torch.allclose(v, t(72.25, 25 / 36))
-    assert torch.allclose(w, t(5 / 6, -3 / 8))
+    assert_close(m, t(4.5, -1 / 6), **by_hand(2), what="m")
+    assert_close(v, t(72.25, 25 / 36), **by_hand(2), what="v")
+    assert_close(w, t(5 / 6, -3 / 8), **by_hand(2), what="w")
 
 
 def test_yogi_one_and_two_steps_by_hand():
@@ -60,10 +72,12 @@ def test_yogi_one_and_two_steps_by_hand():
     #   m = [0.5, −0.07]; w = [1/3 + 0.5/1.125, −1/7 − 0.07/0.98] = [7/9, −3/14]
     hp = dict(lr=1.0, beta1=0.5, beta2=0.75, tau=0.5)
     w, m, v = yogi_server_step(t(0, 0), t(0.75, -0.28), t(0, 0), t(0.25, 0.25), **hp)
-    assert torch.allclose(v, t(0.390625, 0.2304)) and torch.allclose(w, t(1 / 3, -1 / 7))
+    assert_close(v, t(0.390625, 0.2304), **by_hand(1), what="v")
+    assert_close(w, t(1 / 3, -1 / 7), **by_hand(1), what="w")
     w, m, v = yogi_server_step(w, t(0.625, 0), m, v, **hp)
-    assert torch.allclose(v, t(0.390625, 0.2304)) and torch.allclose(m, t(0.5, -0.07))
-    assert torch.allclose(w, t(7 / 9, -3 / 14))
+    assert_close(v, t(0.390625, 0.2304), **by_hand(2), what="v")
+    assert_close(m, t(0.5, -0.07), **by_hand(2), what="m")
+    assert_close(w, t(7 / 9, -3 / 14), **by_hand(2), what="w")
 
 
 def test_amsgrad_one_and_two_steps_by_hand():
@@ -76,10 +90,12 @@ def test_amsgrad_one_and_two_steps_by_hand():
     hp = dict(lr=1.0, beta1=0.5, beta2=0.75, tau=0.09)
     zero = t(0, 0)
     w, m, v, v_hat = amsgrad_server_step(zero, t(0.8, -1.75), zero, zero, zero, **hp)
-    assert torch.allclose(v_hat, t(0.16, 0.765625)) and torch.allclose(w, t(0.8, -35 / 37))
+    assert_close(v_hat, t(0.16, 0.765625), **by_hand(1), what="v̂")
+    assert_close(w, t(0.8, -35 / 37), **by_hand(1), what="w")
     w, m, v, v_hat = amsgrad_server_step(w, t(0, 2), m, v, v_hat, **hp)
-    assert torch.allclose(v, t(0.12, 1.57421875)) and torch.allclose(v_hat, t(0.16, 1.57421875))
-    assert torch.allclose(w, t(1.2, -35 / 37 + 0.5625 / math.sqrt(1.66421875)))
+    assert_close(v, t(0.12, 1.57421875), **by_hand(2), what="v")
+    assert_close(v_hat, t(0.16, 1.57421875), **by_hand(2), what="v̂")
+    assert_close(w, t(1.2, -35 / 37 + 0.5625 / math.sqrt(1.66421875)), **by_hand(2), what="w")
 
 
 def test_amsgrad_max_stabilization_by_hand():
@@ -98,8 +114,9 @@ def test_amsgrad_max_stabilization_by_hand():
         tau=0.09,
         variant="max_stabilization",
     )
-    assert torch.allclose(v, t(0.04, 0.765625)) and torch.allclose(v_hat, t(0.09, 0.765625))
-    assert torch.allclose(w, t(2 / 3, -1))
+    assert_close(v, t(0.04, 0.765625), **by_hand(1), what="v")
+    assert_close(v_hat, t(0.09, 0.765625), **by_hand(1), what="v̂")
+    assert_close(w, t(2 / 3, -1), **by_hand(1), what="w")
 
 
 def test_no_bias_correction():
@@ -112,10 +129,11 @@ def test_no_bias_correction():
     opt.step()
     # bias-corrected: m̂ = m/(1 − β1) = Δ, √v̂ = √(v/(1 − β2)) = |Δ| → w0 + [2/2.5, −4/4.5]
     corrected = w0 + t(2 / 2.5, -4 / 4.5)
-    assert torch.allclose(p.detach(), corrected)
+    assert_close(p.detach(), corrected, **by_hand(1), what="torch.optim.Adam")  # its own elementwise steps
     ours, _, _ = adam_server_step(w0, delta, t(0, 0), t(0, 0), lr=lr, beta1=b1, beta2=b2, tau=tau)
-    assert torch.allclose(ours, w0 + t(1 / 1.5, -2 / 2.5))  # m = 0.5Δ, √v = 0.5|Δ|: no 1/(1 − β^t) factors
-    assert not torch.allclose(ours, corrected, atol=1e-3)
+    # m = 0.5Δ, √v = 0.5|Δ|: no 1/(1 − β^t) factors
+    assert_close(ours, w0 + t(1 / 1.5, -2 / 2.5), **by_hand(1), what="FedAdam")
+    assert not torch.allclose(ours, corrected, atol=1e-3)  # apart by 0.13 and more: far beyond rounding
 
 
 def test_amsgrad_v_hat_is_a_running_elementwise_max():
@@ -153,14 +171,17 @@ def test_default_tau_follows_each_methods_paper():
     adam = build_algorithm("fedadam", tiny_sim())
     w0 = adam.w.clone()
     w = adam.server_update(torch.full_like(w0, 0.1))
-    assert torch.allclose(w - w0, torch.full_like(w0, 1e-4 / (math.sqrt(1.0099e-4) + 1e-3)), atol=1e-15)
-    assert (w - w0)[0].item() == pytest.approx(0.0090502, abs=1e-7)
+    # one step by hand, read back as w − w0: that difference carries the rounding of w (magnitude |w0|)
+    step = torch.full_like(w0, 1e-4 / (math.sqrt(1.0099e-4) + 1e-3))
+    assert_close(w - w0, step, **by_hand(1), scale=float(w0.abs().max()) + 0.01, what="step")
+    assert (w - w0)[0].item() == pytest.approx(0.0090502, abs=1e-7)  # printed to 7 decimals: not rounding
 
 
 def test_initial_state_follows_the_papers():
     adam = build_algorithm("fedadam", tiny_sim(), {"tau": 0.1})
     assert torch.equal(adam.state["m"], torch.zeros_like(adam.w))
-    assert torch.allclose(adam.state["v"], torch.full_like(adam.w, 0.01))  # Reddi Alg. 2: v_{−1} = τ²
+    # Reddi Alg. 2: v_{−1} = τ², one rounded product, against the literal 0.01 (rounded too)
+    assert_close(adam.state["v"], torch.full_like(adam.w, 0.01), terms=1, depth=2, what="v")
     tff = build_algorithm("fedyogi", tiny_sim(), {"initial_accumulator": 0.0})
     assert torch.equal(tff.state["v"], torch.zeros_like(tff.w))
     ams = build_algorithm("fedamsgrad", tiny_sim())
@@ -175,8 +196,11 @@ def test_aggregate_uses_the_weighted_pseudo_gradient():
     new = server_round(algo, np.array([0, 1]), params).w
     # Δ = 7/19 − 24/19 = −17/19; β1 = 0: m = Δ; v = τ² + Δ² = (19² + 17²)/19²; √v = √650/19
     # w + 0.5 · (−17/19) / (√650/19 + 1) = w − 8.5/(√650 + 19)
-    assert torch.allclose(new, w - 8.5 / (math.sqrt(650) + 19))
-    assert torch.allclose(algo.state["v"], torch.full_like(w, 650 / 361))
+    # the updates' differences and their weighted sum of 2 (terms 2), then the step's elementwise operations,
+    # of the magnitude of the parameters and updates (|w| + 2)
+    scale = float(w.abs().max()) + 2
+    assert_close(new, w - 8.5 / (math.sqrt(650) + 19), terms=2, depth=2 + 6, scale=scale, what="w")
+    assert_close(algo.state["v"], torch.full_like(w, 650 / 361), terms=2, depth=2 + 3, what="v")  # τ² + Δ²
 
 
 @pytest.mark.parametrize("tau, v0, fedavg_lr", [(0.25, None, 0.5), (0.25, 1.0, 0.8)])
@@ -198,8 +222,13 @@ def test_fedadam_without_moments_is_scaled_fedavg(tau, v0, fedavg_lr):
     )
     avg = build_algorithm("fedavg", tiny_sim(), {"server_lr": fedavg_lr, "weighting": "size"})
     run_rounds(adam, 3), run_rounds(avg, 3)
-    assert torch.allclose(adam.w, avg.w, rtol=0, atol=1e-12)
-    assert not torch.allclose(adam.w, build_algorithm("fedavg", tiny_sim()).w)  # it did move
+    # η Δ/(√v + τ) vs FedAvg's η' Δ: the same training and average, scaled in another order (a few ulps), then
+    # through the next rounds' training: a first-layer dot product over 16 features (batches of 4) is the
+    # longest sum, 7 reductions a local step, 3 steps and 2 for the server a round, 3 rounds
+    assert_close(adam.w, avg.w, terms=16, depth=3 * (7 * 3 + 2), what="global model")
+    assert not torch.allclose(
+        adam.w, build_algorithm("fedavg", tiny_sim()).w
+    )  # it did move (beyond rounding)
 
 
 @pytest.mark.parametrize(

@@ -14,9 +14,14 @@ from fairfl_core.algorithms.gifair_global import (
     rank_signs,
 )
 from tests.algorithms.conftest import run_rounds, server_round, tiny_sim
+from tests.rounding import assert_close
 
 # tiny_sim: 6 clients with 7, 12, 17, 22, 27, 32 training samples, groups k % 2
 TINY_SIZES = np.array([7.0, 12.0, 17.0, 22.0, 27.0, 32.0])
+# λ_max and the scales 1 + λ r_k/(p_k |A_{s_k}|) vs values by hand: elementwise products and quotients of p,
+# the group sizes and λ (the ranks r are integers, exact), each rounding once, against literals that round
+# too: terms 1, depth 3 for λ_max, 4 for a scale.
+LAMBDA_MAX, SCALE = dict(terms=1, depth=3), dict(terms=1, depth=4)
 
 
 def test_rank_signs_for_strict_order_and_ties():
@@ -32,24 +37,24 @@ def test_paper_example_1_coefficients_and_lambda_max():
     groups = np.repeat(np.arange(4), 10)
     p = np.full(40, 1 / 40)
     losses = np.array([4.0, 3.0, 2.0, 1.0])[groups] + np.tile(np.linspace(0, 0.1, 10), 4)
-    assert lambda_max(p, groups) == pytest.approx(1 / 12)
+    assert_close(lambda_max(p, groups), 1 / 12, **LAMBDA_MAX, what="λ_max")
     lam = 0.05
     expected = np.array([1 + 12 * lam, 1 + 4 * lam, 1 - 4 * lam, 1 - 12 * lam])[groups]
-    assert np.allclose(gradient_scale(p, groups, losses, lam), expected)
+    assert_close(gradient_scale(p, groups, losses, lam), expected, **SCALE, what="scales")
     at_max = gradient_scale(p, groups, losses, 1 / 12)
-    assert np.allclose(at_max, np.array([2, 4 / 3, 2 / 3, 0])[groups])
+    assert_close(at_max, np.array([2, 4 / 3, 2 / 3, 0])[groups], **SCALE, what="scales at λ_max")
 
 
 def test_lambda_max_and_scales_on_a_hand_computed_unequal_grouping():
     # n = 10, 20, 30, 15, 25 -> p = .1 .2 .3 .15 .25; groups {0,1} {2,3} {4}: p_k |A_{s_k}| = .2 .4 .6 .3 .25
     p = np.array([0.1, 0.2, 0.3, 0.15, 0.25])
     groups = np.array([0, 0, 1, 1, 2])
-    assert lambda_max(p, groups) == pytest.approx(0.2 / 2)
+    assert_close(lambda_max(p, groups), 0.2 / 2, **LAMBDA_MAX, what="λ_max")
     # losses 1, 2 | .5, .5 | 3 -> L = 1.5, 0.5, 3 -> r = 0, -2, 2
     losses = np.array([1.0, 2.0, 0.5, 0.5, 3.0])
-    assert np.allclose(group_losses(losses, groups), [1.5, 0.5, 3.0])
+    assert np.array_equal(group_losses(losses, groups), [1.5, 0.5, 3.0])  # sums of halves, halved: exact
     scale = gradient_scale(p, groups, losses, 0.05)
-    assert np.allclose(scale, [1.0, 1.0, 1 - 0.1 / 0.6, 1 - 0.1 / 0.3, 1 + 0.1 / 0.25])
+    assert_close(scale, [1.0, 1.0, 1 - 0.1 / 0.6, 1 - 0.1 / 0.3, 1 + 0.1 / 0.25], **SCALE, what="scales")
 
 
 def test_positivity_below_lambda_max_and_the_zero_coefficient_at_it():
@@ -58,7 +63,10 @@ def test_positivity_below_lambda_max_and_the_zero_coefficient_at_it():
     groups = np.array([0, 0, 1, 1, 2])
     losses = np.array([0.1, 0.2, 1.0, 1.0, 3.0])  # L = 0.15, 1.0, 3.0 -> r = -2, 0, 2
     lam_max = lambda_max(p, groups)
-    assert np.allclose(gradient_scale(p, groups, losses, lam_max), [0.0, 0.5, 1.0, 1.0, 1.8])
+    # 1 − 1 = 0 for client 0: terms of magnitude 1 cancel, within the default scale (1.8)
+    assert_close(
+        gradient_scale(p, groups, losses, lam_max), [0.0, 0.5, 1.0, 1.0, 1.8], **SCALE, what="scales"
+    )
     assert (gradient_scale(p, groups, losses, 0.999 * lam_max) > 0).all()
 
 
@@ -74,8 +82,13 @@ def test_lemma_1_on_random_instances_with_ties():
         pairwise = sum(abs(a - b) for a, b in itertools.combinations(L, 2))
         lam = rng.uniform(0, 1) * lambda_max(p, groups)
         direct = p @ losses + lam * pairwise
-        assert fairness_objective(p, groups, losses, lam) == pytest.approx(direct)
-        assert p @ (gradient_scale(p, groups, losses, lam) * losses) == pytest.approx(direct)
+        # Σ_k p_k F_k (at most 11 terms) plus λ times Σ_i r_i L_i (its terms cancel: magnitude (d − 1) Σ L_i)
+        # vs the pairwise sum by hand: the group means, the sums, the combination (depth 3)
+        scale = float(p @ losses + lam * (d - 1) * np.abs(L).sum())
+        assert_close(fairness_objective(p, groups, losses, lam), direct, terms=11, depth=3, scale=scale)
+        # Lemma 1's form: the scales (4 more roundings each) and Σ_k p_k s_k F_k
+        scaled = p @ (gradient_scale(p, groups, losses, lam) * losses)
+        assert_close(scaled, direct, terms=11, depth=3 + 4, scale=scale, what="Lemma 1")
 
 
 def test_group_ids_renumber_partition_groups_or_make_one_per_client():
@@ -107,25 +120,29 @@ def test_the_scale_reaches_the_local_step():
     plan = algo.configure(0)
     w0, clients = algo.w.clone(), plan.clients
     scale = algo.scales(clients)
-    assert not np.allclose(scale, 1.0)
+    assert not np.allclose(scale, 1.0)  # far from 1, not a rounding question
     seed = sim.seed_for(0, "batches")
     plain = sim.engine.train(clients, w0, sim.local_spec(0), seed).params - w0
     scaled = sim.engine.train(clients, w0, plan.spec, seed).params - w0
-    assert torch.allclose(scaled, torch.as_tensor(scale)[:, None] * plain, atol=1e-12)
-    algo.round(0)  # simple average of the scaled local models
-    assert torch.allclose(algo.w, w0 + (torch.as_tensor(scale)[:, None] * plain).mean(0), atol=1e-12)
+    # the same minibatch gradient, scaled before the step or after it: the step's and the read-back's
+    # differences with w0 round (terms 1, depth 2) on the magnitude of w0 times (1 + s)
+    s = torch.as_tensor(scale)[:, None]
+    magnitude = float(w0.abs().max()) * (1 + float(s.max()))
+    assert_close(scaled, s * plain, terms=1, depth=2, scale=magnitude, what="scaled update")
+    algo.round(0)  # simple average of the scaled local models: one more reduction, of 4 clients
+    assert_close(algo.w, w0 + (s * plain).mean(0), terms=4, depth=3, scale=magnitude, what="global model")
 
 
 def test_individual_fairness_when_d_equals_k():
     sim = tiny_sim()
     algo = build_algorithm("gifair_global", sim, {"groups": "individual", "lam_frac": 0.5})
     p = TINY_SIZES / TINY_SIZES.sum()
-    assert algo.lam_max == pytest.approx(p.min() / 5)  # min_k p_k / (K − 1)
+    assert_close(algo.lam_max, p.min() / 5, **LAMBDA_MAX, what="λ_max")  # min_k p_k / (K − 1)
     losses = sim.engine.losses(algo.w, split="train")[0].numpy()
     rank = np.argsort(np.argsort(losses))  # 0 = lowest loss
     r = 2 * rank - 5  # d − 2m + 1 with m the rank from the top
     expected = 1 + algo.lam * r / p
-    assert np.allclose(algo.scales(np.arange(6)), expected)
+    assert_close(algo.scales(np.arange(6)), expected, **SCALE, what="scales")
     assert np.argmax(algo.scales(np.arange(6))) == np.argmax(losses)  # the worst client steps hardest
 
 
@@ -133,11 +150,11 @@ def test_group_scales_follow_the_group_ranking_on_the_partition_groups():
     sim = tiny_sim()
     algo = build_algorithm("gifair_global", sim, {"groups": "partition", "lam_frac": 0.8})
     p = TINY_SIZES / TINY_SIZES.sum()
-    assert algo.lam_max == pytest.approx((3 * p).min())  # |A| = 3, d − 1 = 1
+    assert_close(algo.lam_max, (3 * p).min(), **LAMBDA_MAX, what="λ_max")  # |A| = 3, d − 1 = 1
     losses = sim.engine.losses(algo.w, split="train")[0].numpy()
     worse = int(losses[1::2].mean() > losses[0::2].mean())  # the group (0 = even, 1 = odd) with higher L
     r = np.where(np.arange(6) % 2 == worse, 1, -1)
-    assert np.allclose(algo.scales(np.arange(6)), 1 + algo.lam * r / (3 * p))
+    assert_close(algo.scales(np.arange(6)), 1 + algo.lam * r / (3 * p), **SCALE, what="scales")
 
 
 @pytest.mark.parametrize("source", ["local", "minibatch", "global"])
@@ -145,7 +162,7 @@ def test_the_loss_cache_holds_the_reported_losses(source):
     sim = tiny_sim()
     algo = build_algorithm("gifair_global", sim, {"loss_source": source})
     w0, init = algo.w.clone(), algo.state["losses"].copy()
-    assert np.allclose(init, sim.engine.losses(w0, split="train")[0].numpy())  # A2: F_k(θ⁰)
+    assert np.array_equal(init, sim.engine.losses(w0, split="train")[0].numpy())  # A2: F_k(θ⁰), the same call
     plan = algo.configure(0)
     clients = plan.clients
     local = sim.engine.train(clients, w0, plan.spec, sim.seed_for(0, "batches"))
@@ -155,7 +172,8 @@ def test_the_loss_cache_holds_the_reported_losses(source):
         "minibatch": local.train_loss,
         "global": sim.engine.losses(algo.w, clients)[0],
     }[source]
-    assert np.allclose(algo.state["losses"][clients], reported.numpy())
+    # the same evaluation (or training) of the same models on the same clients: identical
+    assert np.array_equal(algo.state["losses"][clients], reported.numpy())
     others = np.setdiff1d(np.arange(6), clients)
     assert np.array_equal(algo.state["losses"][others], init[others])
 
@@ -173,13 +191,17 @@ def test_remark_2_uniform_sampling_aggregates():
     sim = tiny_sim(clients_per_round=2)
     algo = build_algorithm("gifair_global", sim, {"sampling": "uniform", "unbiased": True})
     clients = np.array([0, 1])
+    w0 = algo.w.clone()
     params = torch.stack([algo.w + 1.0, algo.w - 2.0])
     new = server_round(algo, clients, params).w
     a = TINY_SIZES[:2] / TINY_SIZES.sum() * 6 / 2  # (K/m) p_k, need not sum to 1
-    assert torch.allclose(new, a[0] * params[0] + a[1] * params[1])
+    # w + 1·(Σ a_k θ_k − w) vs Σ a_k θ_k: the weights' own roundings (3), the sum of 2 and the step, of the
+    # magnitude |w| + |θ|
+    scale = float(w0.abs().max() + params.abs().max())
+    assert_close(new, a[0] * params[0] + a[1] * params[1], terms=2, depth=5, scale=scale, what="w")
     normalised = build_algorithm("gifair_global", sim, {"sampling": "uniform", "weighting": "size"})
     p = server_round(normalised, clients, params).weights
-    assert torch.allclose(p, torch.as_tensor(TINY_SIZES[:2] / TINY_SIZES[:2].sum()))
+    assert torch.equal(p, torch.as_tensor(TINY_SIZES[:2] / TINY_SIZES[:2].sum()))  # 7 + 12, divided
 
 
 def test_bad_settings_name_the_field_and_the_fix():

@@ -10,6 +10,7 @@ from fairfl_core.algorithms.fedavg import select_clients
 from fairfl_core.algorithms.scaffold import scaffold_client_controls, scaffold_server_control
 from fairfl_core.sim.faults import FaultConfig
 from tests.algorithms.conftest import run_rounds, tiny_sim
+from tests.rounding import assert_close
 
 
 def t(*rows):
@@ -24,12 +25,13 @@ def test_client_controls_option_ii_by_hand():
     c_plus = scaffold_client_controls(
         t([1, -1], [0, 0]), t(0.5, 0.5), t(2, 0), t([1, 1], [3, 0]), torch.tensor([4, 2]), lr=0.25
     )
-    assert torch.allclose(c_plus, t([1.5, -2.5], [-2.5, -0.5]))
+    assert torch.equal(c_plus, t([1.5, -2.5], [-2.5, -0.5]))  # elementwise on dyadic values: exact
 
 
 def test_server_control_by_hand():
     # N = 4, c = [0, 1], Δc = [[1, 2], [3, −4]]: c + (1/N) Σ Δc_i = [0, 1] + [4, −2]/4 = [1, 0.5]
-    assert torch.allclose(scaffold_server_control(t(0, 1), t([1, 2], [3, -4]), 4), t(1, 0.5))
+    # sums of small integers, then a quarter of them: exact in any order
+    assert torch.equal(scaffold_server_control(t(0, 1), t([1, 2], [3, -4]), 4), t(1, 0.5))
 
 
 def test_first_round_with_zero_controls_is_fedavg():
@@ -38,7 +40,7 @@ def test_first_round_with_zero_controls_is_fedavg():
     a.round(0), b.round(0)
     assert torch.equal(a.w, b.w)
     a.round(1), b.round(1)
-    assert not torch.allclose(a.w, b.w)  # from round 2 on the corrections act
+    assert not torch.allclose(a.w, b.w)  # from round 2 on the corrections act (far beyond rounding)
 
 
 @pytest.mark.parametrize("work", [{"local_steps": 3}, {"local_steps": None, "local_epochs": 1}])
@@ -46,6 +48,7 @@ def test_control_identities_hold_after_each_round(work):
     sim = tiny_sim(lr=0.2, lr_decay=0.5, **work)
     algo = build_algorithm("scaffold", sim, {"server_lr": 0.7})
     sizes = sim.train_sizes  # 7, 12, ..., 32 samples; batch size 4
+    peak = 0.0  # the largest |c_i| so far: the magnitude of the controls' updates that c sums
     for r in range(3):
         clients = select_clients(sim, r, algo.hp)
         spec = algo.configure(r).spec
@@ -57,11 +60,18 @@ def test_control_identities_hold_after_each_round(work):
         k = [3] * len(clients) if work.get("local_steps") else [math.ceil(sizes[i] / 4) for i in clients]
         lr = 0.2 * 0.5**r
         expected = c_i[clients] - c + (w - local) / (torch.tensor(k, dtype=w.dtype)[:, None] * lr)
-        assert torch.allclose(algo.state["c_i"][clients], expected)
+        # the same training; the controls' formula vs by hand, elementwise (terms 1): the difference w − y,
+        # K η, the quotient and the two sums (depth 4), of the magnitude |c_i| + |c| + |w|/(K η)
+        scale = float(c_i.abs().max() + c.abs().max() + w.abs().max() / (min(k) * lr))
+        assert_close(algo.state["c_i"][clients], expected, terms=1, depth=4, scale=scale, what="c_i")
         others = np.setdiff1d(np.arange(sim.num_clients), clients)
         assert torch.equal(algo.state["c_i"][others], c_i[others])
-        assert torch.allclose(algo.state["c"], algo.state["c_i"].mean(0))  # c = (1/N) Σ_i c_i
-        assert torch.allclose(algo.w, w + 0.7 * (local - w).mean(0))
+        # c = (1/N) Σ_i c_i: the server adds (1/N) Σ Δc_i each round (2 reductions of 6 terms a round so far)
+        # vs the mean of all 6; the updates Δc_i = c_i⁺ − c_i are at most twice the largest |c_i|
+        peak = max(peak, float(algo.state["c_i"].abs().max()), float(c_i.abs().max()))
+        assert_close(algo.state["c"], algo.state["c_i"].mean(0), terms=6, depth=2 * (r + 1), scale=2 * peak)
+        # the server's step vs by hand: the differences, the mean of the clients' updates and the step
+        assert_close(algo.w, w + 0.7 * (local - w).mean(0), terms=len(clients), depth=3, what="w")
 
 
 def test_one_full_batch_step_makes_the_control_the_client_gradient():
@@ -70,8 +80,14 @@ def test_one_full_batch_step_makes_the_control_the_client_gradient():
     algo = build_algorithm("scaffold", sim, {})
     for r in range(2):
         clients, w = select_clients(sim, r, algo.hp), algo.w
+        c, c_i = algo.state["c"], algo.state["c_i"][clients]
         algo.round(r)
-        assert torch.allclose(algo.state["c_i"][clients], sim.engine.gradients(w, clients), atol=1e-10)
+        grads = sim.engine.gradients(w, clients)
+        # the trainer's full-batch step vs the engine's gradient (a sum over at most 32 samples, 7
+        # reductions), read back as (w − y)/η: that difference carries the rounding of w, divided by η = 0.2;
+        # and c − c_i added in the step and taken out again (3 more roundings)
+        scale = float(grads.abs().max() + w.abs().max() / 0.2 + c.abs().max() + c_i.abs().max())
+        assert_close(algo.state["c_i"][clients], grads, terms=32, depth=7 + 3, scale=scale, what="c_i")
     assert float(algo.state["c"].norm()) > 0
 
 
@@ -88,8 +104,11 @@ def test_a_straggler_computes_its_control_from_the_steps_it_completed():
     local = sim.engine.train(out.selected, w0, sim.local_spec(0), seed, sim.faults(0, out.selected).work)
     steps = torch.as_tensor(np.where(slow, 2.0, 3.0), dtype=w0.dtype)
     expected = (w0 - local.params) / (steps[:, None] * 0.2)
-    assert torch.allclose(algo.state["c_i"][out.selected], expected, atol=1e-12)
-    assert (algo.w - local.params.mean(0)).abs().max() < 1e-12
+    # the same training: elementwise, the difference (of |w0|'s magnitude), K η and the quotient
+    scale = float(w0.abs().max()) / (2 * 0.2)
+    assert_close(algo.state["c_i"][out.selected], expected, terms=1, depth=3, scale=scale, what="c_i")
+    # the server's w + mean(w_i − w) vs the mean of the 4 local models: differences, the sum, the step
+    assert_close(algo.w, local.params.mean(0), terms=4, depth=3, what="w")
 
 
 def test_resume_from_state_dict_is_exact():

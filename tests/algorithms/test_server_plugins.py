@@ -10,6 +10,7 @@ import torch
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.algorithms.server_plugins import fedvarp_correction, momentum_velocity, remember_rows
 from tests.algorithms.conftest import run_rounds, server_round, tiny_sim
+from tests.rounding import assert_close
 
 F64 = torch.float64
 MOMENTUM = {"server_momentum": 0.9}
@@ -19,11 +20,13 @@ VARP = {"variance_reduction": "fedvarp"}
 def test_fedvarp_correction_by_hand():
     # y = [[1, 0], [0, 2], [3, 3]] → ȳ = [4/3, 5/3]; S = {0, 2}, p = [½, ½]: Σ p y = [2, 1.5]
     memory = torch.tensor([[1.0, 0.0], [0.0, 2.0], [3.0, 3.0]], dtype=F64)
+    # ȳ (3 terms) minus Σ p y (2 terms), each at most max|y| = 3: depth 3 with the literals' own roundings
+    bound = dict(terms=3, depth=3, scale=2 * 3.0)
     c = fedvarp_correction(memory, np.array([0, 2]), torch.tensor([0.5, 0.5], dtype=F64))
-    assert torch.allclose(c, torch.tensor([4 / 3 - 2, 5 / 3 - 1.5], dtype=F64))
+    assert_close(c, torch.tensor([4 / 3 - 2, 5 / 3 - 1.5], dtype=F64), **bound)
     # non-uniform p (A21): Σ p y = 0.25·[1, 0] + 0.75·[3, 3] = [2.5, 2.25]
     c = fedvarp_correction(memory, np.array([0, 2]), torch.tensor([0.25, 0.75], dtype=F64))
-    assert torch.allclose(c, torch.tensor([4 / 3 - 2.5, 5 / 3 - 2.25], dtype=F64))
+    assert_close(c, torch.tensor([4 / 3 - 2.5, 5 / 3 - 2.25], dtype=F64), **bound)
 
 
 def test_remember_rows_writes_the_selected_rows_out_of_place():
@@ -45,12 +48,18 @@ def test_fedvarp_server_step_by_hand():
     # ȳ = (1 − 3)/6 = −1/3, Σ p y = ½(−3 + 0) = −1.5 → Δ_t = 2 − 1/3 + 1.5 = 19/6; y_1 = y_2 = 2.
     algo = build_algorithm("fedavg", tiny_sim(), {**VARP, "weighting": "uniform"})
     w0 = algo.w.clone()
+    # each round: the local models w ± k, the updates, their mean of 2, the correction (ȳ of 6 terms, Σ p y)
+    # and the step, about 4 reductions of at most 6 terms; of the magnitude |w| + 4 (updates and memory)
+    scale = float(w0.abs().max()) + 4
     _fake_round(algo, np.array([0, 1]), torch.stack([algo.w + 1.0, algo.w - 3.0]))
-    assert torch.allclose(algo.w, w0 - 1.0)
+    assert_close(algo.w, w0 - 1.0, terms=6, depth=4, scale=scale, what="round 1")
     _fake_round(algo, np.array([1, 2]), torch.stack([algo.w + 2.0, algo.w + 2.0]))
-    assert torch.allclose(algo.w, w0 - 1.0 + 19 / 6)
+    assert_close(algo.w, w0 - 1.0 + 19 / 6, terms=6, depth=8, scale=scale, what="round 2")
     memory = algo.state["varp_memory"][:, 0]
-    assert torch.allclose(memory, torch.tensor([1.0, 2.0, 2.0, 0.0, 0.0, 0.0], dtype=F64))
+    # y_i = (w + k) − w: two roundings at the magnitude |w| + k
+    assert_close(
+        memory, torch.tensor([1.0, 2.0, 2.0, 0.0, 0.0, 0.0], dtype=F64), terms=1, depth=2, scale=scale
+    )
 
 
 def test_fedvarp_uniform_option_ignores_the_aggregation_weights():
@@ -60,20 +69,27 @@ def test_fedvarp_uniform_option_ignores_the_aggregation_weights():
     w0 = algo.w.clone()
     # the aggregation gives Δ_t = 0; correction ȳ − ½(4 + 0) = 4/6 − 2
     _fake_round(algo, np.array([0, 1]), torch.stack([algo.w, algo.w]), new_w=w0.clone())
-    assert torch.allclose(algo.w, w0 + 4 / 6 - 2)
+    # ȳ over 6 clients, ½ Σ y over 2, the correction and the step, of the magnitude |w| + 4
+    assert_close(algo.w, w0 + 4 / 6 - 2, terms=6, depth=4, scale=float(w0.abs().max()) + 4, what="w")
 
 
 def test_momentum_two_rounds_by_hand():
     # Δ_1 = +1 → v = 1, w1 = w0 + 1; Δ_2 = −2 → v = 0.9 − 2 = −1.1, w2 = w1 − 1.1
-    assert torch.allclose(
-        momentum_velocity(torch.tensor([1.0]), torch.tensor([-2.0]), 0.9), torch.tensor([-1.1])
+    # float32: 0.9·1 − 2 (2 roundings) vs the literal −1.1 (rounded to float32 too)
+    assert_close(
+        momentum_velocity(torch.tensor([1.0]), torch.tensor([-2.0]), 0.9),
+        torch.tensor([-1.1]),
+        terms=1,
+        depth=3,
     )
     algo = build_algorithm("fedavg", tiny_sim(), MOMENTUM)
     w0 = algo.w.clone()
     _fake_round(algo, np.array([0, 1]), None, new_w=w0 + 1.0)
     _fake_round(algo, np.array([0, 1]), None, new_w=algo.w - 2.0)
-    assert torch.allclose(algo.state["server_velocity"], torch.full_like(w0, -1.1))
-    assert torch.allclose(algo.w, w0 + 1.0 - 1.1)
+    # the updates new_w − w (magnitude |w| + 2), v = 0.9 v + Δ and the steps: elementwise, 2 rounds of 3
+    scale = float(w0.abs().max()) + 2
+    assert_close(algo.state["server_velocity"], torch.full_like(w0, -1.1), terms=1, depth=6, scale=scale)
+    assert_close(algo.w, w0 + 1.0 - 1.1, terms=1, depth=8, scale=scale, what="w")
 
 
 def test_fedvarp_with_full_participation_is_fedavg():
@@ -81,7 +97,10 @@ def test_fedvarp_with_full_participation_is_fedavg():
     a = build_algorithm("fedavg", tiny_sim(clients_per_round=6), {"weighting": "uniform"})
     b = build_algorithm("fedavg", tiny_sim(clients_per_round=6), {**VARP, "weighting": "uniform"})
     run_rounds(a, 3), run_rounds(b, 3)
-    assert torch.allclose(a.w, b.w, rtol=0, atol=1e-12)
+    # the correction ȳ − Σ p y is two sums of the same 6 terms in another order: rounding only, carried
+    # through the next rounds' training (a first-layer dot product over 16 features, 7 reductions a local
+    # step, 3 steps and 3 for the server a round, 3 rounds)
+    assert_close(a.w, b.w, terms=16, depth=3 * (7 * 3 + 3), what="global model")
     assert b.state["varp_memory"].abs().sum() > 0
 
 
@@ -89,7 +108,7 @@ def test_fedvarp_changes_partial_participation_runs():
     a = build_algorithm("fedavg", tiny_sim(), {})
     b = build_algorithm("fedavg", tiny_sim(), VARP)
     run_rounds(a, 3), run_rounds(b, 3)
-    assert not torch.allclose(a.w, b.w)
+    assert not torch.allclose(a.w, b.w)  # apart by far more than rounding
 
 
 def test_defaults_return_the_aggregated_model_itself():
@@ -117,7 +136,11 @@ def test_plugins_compose_batched_sequential_and_resume(name, params):
         algo = build_algorithm(name, tiny_sim(kind=kind), params)
         run_rounds(algo, 3)
         runs[kind] = algo
-    assert torch.allclose(runs["batched"].w, runs["sequential"].w, rtol=0, atol=1e-8)
+    # the stacked engine vs one client after another: the longest sum an inner product or norm of updates over
+    # P = 256 parameters (FedFV), 7 reductions a local step for 3 steps, and the aggregation and plug-ins (5)
+    # a round, 3 rounds
+    bound = dict(terms=256, depth=3 * (7 * 3 + 5))
+    assert_close(runs["batched"].w, runs["sequential"].w, **bound, what="global model")
     first = build_algorithm(name, tiny_sim(), params)
     run_rounds(first, 1)
     resumed = build_algorithm(name, tiny_sim(), params)
@@ -134,7 +157,7 @@ def test_plugins_differ_from_the_plain_algorithm():
     plain = build_algorithm("fedeba+", tiny_sim(), {"tau": 0.5})
     plugged = build_algorithm("fedeba+", tiny_sim(), {"tau": 0.5, **MOMENTUM})
     run_rounds(plain, 3), run_rounds(plugged, 3)
-    assert not torch.allclose(plain.w, plugged.w)
+    assert not torch.allclose(plain.w, plugged.w)  # apart by far more than rounding
 
 
 @pytest.mark.parametrize(
