@@ -1,6 +1,9 @@
 """Equitable-FL reporting: CD and σ_Acc curves from stored runs, NMI summaries, the grid choice, the
-headline comparison and the claims, on hand-written runs in the real store format."""
+headline comparison and the claims (each the paper's quoted sentence with its place or the package's
+observation, once per page: the CIFAR-10 stand-in, which shares the MNIST stand-in's partition, is a
+variant), on hand-written runs in the real store format."""
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -9,10 +12,14 @@ import pytest
 
 from fairfl_core import metrics
 from fairfl_core.experiments.config import config_hash
+from fairfl_core.experiments.papers import equitable_fl as E
 from fairfl_core.experiments.profiles import get_experiment
 from fairfl_core.experiments.store import RunStore
 from fairfl_core.report import equitable_fl as R
-from fairfl_core.report.claims import check_claims
+from fairfl_core.report.bundle import NOT_RUN
+from fairfl_core.report.claims import OBSERVATION, check_claims
+from fairfl_core.report.index import claim_counts, paper_claims
+from fairfl_core.report.paper import experiment_paper_values
 from fairfl_core.report.results import load_runs
 from fairfl_core.report.tables import aggregate
 from tests.report.conftest import make_config
@@ -20,10 +27,11 @@ from tests.report.conftest import make_config
 LOSS = [0.2, 0.6, 1.0, 1.4]
 
 
-def write(results: Path, method, algorithm, seed, accs, rounds):
+def write(results: Path, method, algorithm, seed, accs, rounds, stand_in=None):
     """A run evaluated after rounds 1 and 2: ``accs`` {round: (global, [client acc])}, ``rounds`` {round:
-    (selected, diagnostics)}; every client's test loss is LOSS."""
-    cfg = make_config(method, algorithm, seed)
+    (selected, diagnostics)}; every client's test loss is LOSS. ``stand_in``: the dataset the Fashion-MNIST
+    run stands in for (its label then says so, as the runner's)."""
+    cfg = make_config(method, algorithm, seed, stand_in=stand_in)
     store = RunStore(results / config_hash(cfg))
     store.open(cfg.to_dict())
     for t, (selected, diag) in rounds.items():
@@ -37,7 +45,7 @@ def write(results: Path, method, algorithm, seed, accs, rounds):
         "status": "complete",
         "name": method,
         "algorithm": algorithm,
-        "dataset": "fashion_mnist",
+        "dataset": f"fashion_mnist (stand-in for {stand_in})" if stand_in else "fashion_mnist",
         "seed": seed,
         "rounds": max(accs),
         "seconds_per_round": 0.1,
@@ -47,7 +55,9 @@ def write(results: Path, method, algorithm, seed, accs, rounds):
     return cfg
 
 
-def results(tmp_path, fedprox_sigma=(8.0, 10.0), equitable_sigma=(2.0, 3.0)):
+def results(tmp_path, fedprox_sigma=(8.0, 10.0), equitable_sigma=(2.0, 3.0), stand_in=None):
+    """FedProx (accuracy 80, σ_Acc ``fedprox_sigma[seed]``) and Equitable-FL (81, ``equitable_sigma``), one
+    run per seed."""
     cfgs = []
     for seed in range(len(fedprox_sigma)):
         s = fedprox_sigma[seed]
@@ -63,6 +73,7 @@ def results(tmp_path, fedprox_sigma=(8.0, 10.0), equitable_sigma=(2.0, 3.0)):
                     2: (80, [80 - s, 80 + s, 80 - s, 80 + s]),
                 },
                 {1: ([0, 1], {}), 2: ([0, 1, 2], {})},
+                stand_in,
             )
         )
         s = equitable_sigma[seed]
@@ -76,6 +87,7 @@ def results(tmp_path, fedprox_sigma=(8.0, 10.0), equitable_sigma=(2.0, 3.0)):
                 seed,
                 {1: (81, [81 - s, 81 + s] * 2), 2: (81, [81 - s, 81 + s] * 2)},
                 {1: ([0, 1], diag1), 2: ([0, 1, 2], diag2)},
+                stand_in,
             )
         )
     return load_runs(tmp_path, cfgs)
@@ -102,40 +114,196 @@ def test_nmi_summary_skips_rounds_with_one_planted_cluster(tmp_path):
     assert eq["cd_cma"] == pytest.approx((0.4 + 1.6 / 3) / 2)
 
 
+PLACE = re.compile(r"^(§\d|Table \d|Fig\. \d|App\. )")  # where in the paper a quote comes from
+METRICS = ("global_acc", "sigma_acc", "cd_cma", "nmi_mean")
+ABLATION_RUNS = pd.DataFrame(
+    {
+        "method": ["C=1", "C=2", "C=3", "C=1 (r=6)", "C=2 (r=6)", "C=3 (r=6)", "C=4 (r=6)"]
+        + ["E=1", "E=2", "E=5", "μ=0.001", "μ=0.01", "μ=0.1", "μ=1"]
+    }
+)
+
+
+def assert_sources(claims):
+    """Every claim (Claim objects or check rows) is the paper's, with a quote (a ``"``) after its place, or
+    the package's observation with why; no two paper claims share their text and dataset."""
+    rows = pd.DataFrame(
+        [{"claim": c.text, "dataset": c.dataset, "source": c.source, "kind": c.kind} for c in claims]
+        if isinstance(claims, list)
+        else claims
+    )
+    observed = rows["source"].str.startswith(f"{OBSERVATION}: ")
+    assert (rows.loc[observed, "kind"] == "observation").all() and (
+        rows.loc[~observed, "kind"] == "paper"
+    ).all()
+    quoted = rows.loc[~observed, "source"]
+    bad = quoted[~(quoted.str.match(PLACE) & quoted.str.count('"').ge(2))]
+    assert bad.empty, bad.tolist()
+    assert rows.loc[observed, "source"].str.len().gt(len(OBSERVATION) + 10).all()  # with why
+    paper = rows[~observed].fillna({"dataset": ""})
+    assert not paper.duplicated(["claim", "dataset"]).any(), paper[paper.duplicated(["claim", "dataset"])]
+
+
 def test_headline_and_claims_compare_with_fedprox(tmp_path):
     runs = R.with_equitable_metrics(results(tmp_path, (8.0, 10.0, 9.0), (2.0, 3.0, 2.5)))  # 3 seeds: decided
     row = R.headline(runs).iloc[0]
     assert row["σ_Acc FedProx"] == pytest.approx(9.0) and row["σ_Acc Equitable-FL"] == pytest.approx(2.5)
-    assert (
-        row["lower σ_Acc"] == "holds" and row["no lower accuracy"] == "holds" and row["NMI ≥ 0.9"] == "holds"
-    )
+    # accuracy 81 against 80 in every seed (SE 0): the sign decides §5.3's "outperforms"
+    assert row["lower σ_Acc"] == "holds" and row["higher accuracy"] == "holds" and row["NMI ≥ 0.9"] == "holds"
     worse_runs = results(tmp_path / "w", (8.0, 10.0, 9.0), equitable_sigma=(12.0, 14.0, 13.0))
     worse = R.headline(R.with_equitable_metrics(worse_runs)).iloc[0]
     assert worse["lower σ_Acc"] == "fails"
     two_seeds = R.headline(R.with_equitable_metrics(results(tmp_path / "two"))).iloc[0]
     assert two_seeds["lower σ_Acc"] == "not decided"
     experiment = get_experiment("equitable_table2_mnist")
-    metrics = ("global_acc", "sigma_acc", "cd_cma", "nmi_mean")
-    claims = check_claims(R.BUNDLE.claims(experiment, runs), aggregate(runs, metrics))
+    claims = check_claims(R.BUNDLE.claims(experiment, runs), aggregate(runs, METRICS))
     c1 = claims[claims["claim"] == "C1: Equitable-FL has a lower σ_Acc than FedProx"].iloc[0]
-    assert c1["result"] == "holds" and c1["value"] == pytest.approx(2.5)
+    assert c1["result"] == "holds" and c1["value"] == pytest.approx(2.5) and c1["kind"] == "paper"
+    assert c1["source"].startswith('§5.3: "The average accuracy and σ_Acc are presented in Tables 2 and 3')
     assert (claims[claims["claim"].str.contains("Cluster2")]["result"] == "missing").all()
-    assert claims["source"].str.len().gt(0).all()  # every row says where it comes from
-    quoted = claims["source"].str.startswith(("§", "Fig."))
-    assert quoted.sum() and (claims.loc[~quoted, "source"].str.startswith("the package's observation")).all()
-    assert claims.drop_duplicates(["claim", "dataset"]).shape[0] == len(claims)  # each claim once
+    assert_sources(claims)
+
+
+def test_every_claim_quotes_the_paper_with_its_place_or_is_an_observation():
+    """Every experiment's claims (without runs: its paper column; the ablations on their labels), and the
+    sources the report module names, follow the rule; the observations are those the paper does not state."""
+    for name in R.BUNDLE.experiments:
+        assert_sources(R.BUNDLE.claims(get_experiment(name), pd.DataFrame({"method": []})))
+    ablation = R.ablation_claims(get_experiment("equitable_table4_clusters"), ABLATION_RUNS)
+    assert_sources(ablation)
+    for quote in (
+        R.S53,
+        R.S53_CD,
+        R.S53_ARCH,
+        R.S52_GIFAIR,
+        R.FIG2,
+        R.FIG3,
+        R.FIG4,
+        R.S54_C,
+        R.S54_E,
+        R.S54_MU,
+    ):
+        assert PLACE.match(quote) and quote.endswith('"') and quote.count('"') % 2 == 0, quote
+    mnist = {
+        c.text.split(":")[0]: c.kind
+        for c in R.table2_claims(get_experiment("equitable_table2_mnist"), pd.DataFrame({"method": []}))
+    }
+    assert {k for k, kind in mnist.items() if kind == "paper"} == {"C1", "C2", "C4"}  # C11: ResNet-18 only
+    assert {k for k, kind in mnist.items() if kind == "observation"} == {"C3", "C6", "C7", "C8", "C9", "C11"}
+
+
+def test_the_cifar10_stand_in_is_a_variant_of_the_mnist_stand_in():
+    """The MNIST and CIFAR-10 stand-ins are one Fashion-MNIST partition: the MNIST column's claims carry the
+    verdict, every CIFAR-10 row is an observation that says so and keeps the paper's words; a real CIFAR-10
+    column (no stand-in) is the paper's again."""
+    fmnist = pd.DataFrame({"method": ["FedProx"], "dataset": ["d"], "stand_in": ["CIFAR-10"]})
+    for table in (2, 3):
+        experiment = get_experiment(f"equitable_table{table}_cifar10")
+        claims = R.table2_claims(experiment, fmnist)
+        assert {c.kind for c in claims} == {"observation"}
+        assert all(
+            c.source.startswith(f"{OBSERVATION}: variant: the same") for c in claims if "C1:" in c.text
+        )
+        c1 = next(c for c in claims if c.text == "C1: Equitable-FL has a lower σ_Acc than FedProx")
+        assert "the paper's words: §" in c1.source and R.S53_CD not in c1.source
+        assert R.variant_of(experiment, fmnist) == R.VARIANT[table]
+        real = R.table2_claims(experiment, fmnist.assign(stand_in=None))
+        assert {c.kind for c in real} == {"paper", "observation"} and R.variant_of(
+            experiment, fmnist.assign(stand_in=None)
+        ) is None
+    mnist = R.table2_claims(get_experiment("equitable_table2_mnist"), fmnist.assign(stand_in="MNIST"))
+    assert sum(c.kind == "paper" for c in mnist) == 15  # C1 and C2 against 5 baselines, C4 against 5
+
+
+def test_the_variant_column_counts_no_paper_claim(tmp_path):
+    """Checked on runs, the CIFAR-10 stand-in's rows are all observations: the headline counts none of them,
+    and the MNIST stand-in's the paper claims it decides (by hand below)."""
+    mnist_runs = R.with_equitable_metrics(results(tmp_path / "m", (8.0, 10.0, 9.0), (2.0, 3.0, 2.5), "MNIST"))
+    cifar_runs = R.with_equitable_metrics(
+        results(tmp_path / "c", (8.0, 10.0, 9.0), (2.0, 3.0, 2.5), "CIFAR-10")
+    )
+    tables = {
+        n: R.BUNDLE.check(n, r, aggregate(r, METRICS))
+        for n, r in (("equitable_table2_mnist", mnist_runs), ("equitable_table2_cifar10", cifar_runs))
+    }
+    assert paper_claims(tables["equitable_table2_cifar10"]).empty
+    assert claim_counts(tables["equitable_table2_cifar10"])["holds"] == 0
+    counted = paper_claims(tables["equitable_table2_mnist"]).set_index("claim")["result"]
+    # σ_Acc 2.5 against 9 and accuracy 81 against 80 (every seed) hold; both methods see the same test
+    # losses, so their CD is equal and "lower CD" fails at a margin of exactly 0
+    assert counted[counted == "holds"].index.tolist() == [
+        "C1: Equitable-FL has a lower σ_Acc than FedProx",
+        "C4: Equitable-FL's accuracy > FedProx's",
+    ]
+    assert counted["C2: Equitable-FL has a lower CD (CMA) than FedProx"] == "fails"
+    assert claim_counts(tables["equitable_table2_mnist"])["holds"] == 2
+
+
+def test_one_seed_decides_nothing(tmp_path):
+    """The smoke profile's single seed: every claim is "not decided (1 seed)" (claims.seed_outcome), so the
+    headline counts neither holds nor fails (the smoke index once showed 156 holds / 92 fails)."""
+    runs = R.with_equitable_metrics(results(tmp_path, (8.0,), (2.0,), "MNIST"))
+    table = R.BUNDLE.check("equitable_table2_mnist", runs, aggregate(runs, METRICS))
+    ran = table[table["result"] != NOT_RUN]  # the methods of these runs: FedProx, Equitable-FL
+    assert (
+        len(ran) and (ran["result"] == "not decided").all() and (ran["basis"] == "not decided (1 seed)").all()
+    )
+    counts = claim_counts(table)
+    assert counts["holds"] == counts["fails"] == counts["within noise"] == 0 and counts["not decided"] > 0
+    assert (R.headline(runs).iloc[0][["lower σ_Acc", "higher accuracy"]] == "not decided").all()
+
+
+def test_stand_ins_are_compared_with_the_paper_on_direction_only(tmp_path):
+    """On a stand-in the paper's numbers give the direction (holds_in_paper), never a size: whether our
+    interval holds the paper's effect is left out, and the headline shows the paper's direction without its
+    numbers."""
+    runs = R.with_equitable_metrics(results(tmp_path, (8.0, 10.0, 9.0), (2.0, 3.0, 2.5), "MNIST"))
+    experiment = get_experiment("equitable_table2_mnist")
+    paper = experiment_paper_values(experiment, runs)
+    table = R.BUNDLE.check(experiment.name, runs, aggregate(runs, METRICS), paper)
+    c1 = table.set_index("claim").loc["C1: Equitable-FL has a lower σ_Acc than FedProx"]
+    assert c1["paper_effect"] == pytest.approx(1.17 - 2.26) and c1["holds_in_paper"] == "holds"
+    assert c1["interval_holds_paper_effect"] in ("yes", "no")  # before: a size compared across datasets
+    assert R.stand_in_datasets(runs) == {"fashion_mnist (stand-in for MNIST)"}
+    shown = R.direction_only(table, R.stand_in_datasets(runs)).set_index("claim")
+    assert shown.loc["C1: Equitable-FL has a lower σ_Acc than FedProx", "interval_holds_paper_effect"] == (
+        R.STAND_IN_EFFECT
+    )
+    assert shown["result"].equals(table.set_index("claim")["result"])  # the verdicts are untouched
+    row = R.headline(runs, paper).iloc[0]
+    assert row["paper: lower σ_Acc"] == "holds" and row["paper: higher accuracy"] == "holds"  # 1.17 < 2.26
+    assert "paper σ_Acc change %" not in row and "paper σ_Acc FedProx → Equitable-FL" not in row
+    real = R.with_equitable_metrics(results(tmp_path / "real", (8.0, 10.0, 9.0), (2.0, 3.0, 2.5)))
+    assert R.stand_in_datasets(real) == set()
+
+
+def test_nmi_close_to_1_is_a_paper_claim_on_resnet18_only():
+    """Fig. 2 shows the NMI of ResNet-18 runs: Table 3's C11 is the paper's, Table 2's the variant."""
+    no_runs = pd.DataFrame({"method": []})
+    (t2,) = [
+        c for c in R.table2_claims(get_experiment("equitable_table2_cifar100"), no_runs) if "C11" in c.text
+    ]
+    (t3,) = [
+        c for c in R.table2_claims(get_experiment("equitable_table3_cifar100"), no_runs) if "C11" in c.text
+    ]
+    assert t3.kind == "paper" and t3.source == R.FIG2 and t3.than == 0.9
+    assert t2.kind == "observation" and "variant: Fig. 2 shows the NMI of the ResNet-18 runs" in t2.source
 
 
 def test_accuracy_claim_as_written_spares_femnist_only():
-    """§5.3: Equitable-FL outperforms every other federated baseline in accuracy, except on FEMNIST, where the
-    package checks Table 2's exception (Cluster2 above Equitable-FL) instead."""
+    """§5.3: Equitable-FL outperforms every other federated baseline in accuracy, except on FEMNIST, where
+    Table 2 prints the exception (Cluster2 above Equitable-FL): the paper's on Table 2, an observation on
+    Table 3, whose numbers are missing."""
     claims = R.accuracy_claims(["fashion_mnist (stand-in for MNIST)", "fashion_mnist (stand-in for FEMNIST)"])
     c4 = [c for c in claims if c.text.startswith("C4")]
     assert {c.than for c in c4} == set(R.FEDERATED) and {c.dataset for c in c4} == {
         "fashion_mnist (stand-in for MNIST)"
     }
     (c5,) = [c for c in claims if c.text.startswith("C5")]
-    assert c5.dataset == "fashion_mnist (stand-in for FEMNIST)" and c5.source.startswith("the package's")
+    assert c5.dataset == "fashion_mnist (stand-in for FEMNIST)" and c5.kind == "paper"
+    assert c5.source.startswith(R.S53) and "except the FEMNIST dataset" in c5.source
+    (c5_table3,) = [c for c in R.accuracy_claims(["FEMNIST"], table=3) if c.text.startswith("C5")]
+    assert c5_table3.kind == "observation"
 
 
 def test_cluster_ablation_compares_c3_within_each_number_of_participants():
@@ -143,6 +311,67 @@ def test_cluster_ablation_compares_c3_within_each_number_of_participants():
     claims = R.ablation_claims(get_experiment("equitable_table4_clusters"), runs)
     pairs = {(c.method, c.than) for c in claims}
     assert pairs == {("C=3", "C=1"), ("C=3", "C=2"), ("C=3 (r=6)", "C=1 (r=6)"), ("C=3 (r=6)", "C=4 (r=6)")}
+    kinds = {(c.method, c.metric): c.kind for c in claims}
+    # §5.4 states C = 3's lower CD and higher accuracy at the paper's r = 4; σ_Acc and r = 6 are observations
+    assert kinds[("C=3", "cd_cma")] == kinds[("C=3", "global_acc")] == "paper"
+    assert kinds[("C=3", "sigma_acc")] == "observation"
+    assert {kinds[("C=3 (r=6)", m)] for m in ("cd_cma", "global_acc", "sigma_acc")} == {"observation"}
+    wider = next(c for c in claims if c.method == "C=3 (r=6)" and c.metric == "cd_cma")
+    assert "variant: r = 6" in wider.source and wider.source.endswith(R.S54_C)
+
+
+def test_epochs_and_mu_ablations_check_each_increase():
+    """§5.4: "with increasing local iterations [...] consistently [...] reduce the disagreement" and "if we
+    increase the μ, the disagreement [...] will reduce but at the price of accuracy": each step of the grid,
+    in increasing order whatever the label order; μ's σ_Acc (not stated) is one observation."""
+    runs = pd.DataFrame({"method": ["E=5", "E=1", "E=2", "μ=0.001", "μ=0.01", "μ=0.1", "μ=1"]})
+    claims = R.ablation_claims(get_experiment("equitable_table4_epochs"), runs)
+    e = [(c.method, c.than) for c in claims if c.text.startswith("C13")]
+    assert e == [("E=2", "E=1"), ("E=5", "E=2")]
+    assert all(
+        c.source == R.S54_E and c.metric == "cd_cma" and c.op == "<" for c in claims if "C13" in c.text
+    )
+    mu = [(c.method, c.than, c.metric, c.kind) for c in claims if c.text.startswith("C14")]
+    steps = [("μ=0.01", "μ=0.001"), ("μ=0.1", "μ=0.01"), ("μ=1", "μ=0.1")]
+    assert mu == [(*s, m, "paper") for s in steps for m in ("cd_cma", "global_acc")] + [
+        ("μ=1", "μ=0.001", "sigma_acc", "observation")
+    ]
+    assert all(c.op == "<" for c in claims if c.text.startswith("C14"))  # lower CD, lower accuracy
+
+
+def test_a_tuned_pair_names_its_confound():
+    """At the paper profile each method keeps its best (η, μ) of the grid: a claim between two methods at a
+    different η or μ says so; at one shared value (the short profiles) it does not. Centralized has no μ."""
+    runs = pd.DataFrame(
+        {
+            "method": ["Equitable-FL", "FedProx", "Centralized"],
+            "config.train.lr": [0.01, 0.1, 0.01],
+            "config.algorithm.params.mu": [0.01, 0.01, np.nan],
+        }
+    )
+    claims = {c.text: c for c in R.table2_claims(get_experiment("equitable_table2_mnist"), runs)}
+    assert (
+        "C1: Equitable-FL has a lower σ_Acc than FedProx (η differs: each method's best of the grid)"
+        in claims
+    )
+    assert "C3: Equitable-FL's σ_Acc is below Centralized's" in claims  # the same η, no μ on one side
+    shared = R.table2_claims(
+        get_experiment("equitable_table2_mnist"), runs.assign(**{"config.train.lr": 0.01})
+    )
+    assert "C1: Equitable-FL has a lower σ_Acc than FedProx" in {c.text for c in shared}
+    c6 = next(c for c in shared if c.text.startswith("C6"))
+    assert "confound: Centralized makes one pass over the pooled data per round" in c6.source
+
+
+def test_the_quick_profile_says_why_each_column_is_left_out():
+    """An explicit mapping by experiment (no name parsing): the ResNet-18 columns need a GPU, the CIFAR-100
+    and FEMNIST simple models do not fit the budget."""
+    left_out = R.BUNDLE.left_out["quick"]
+    assert set(left_out) == set(R.COLUMNS) - set(E.QUICK_TABLES)
+    assert all("ResNet-18 needs a GPU" in left_out[f"equitable_table3_{k}"] for k in E.SETTINGS)
+    assert "5-conv CNN" in left_out["equitable_table2_cifar100"]
+    assert "FEMNIST CNN" in left_out["equitable_table2_femnist"]
+    assert R.COLUMNS["equitable_table3_cifar10"] == (3, "cifar10")
 
 
 def test_best_of_grid_keeps_the_best_final_accuracy_per_row():
@@ -164,8 +393,6 @@ def test_claims_of_a_column_not_run_are_listed_with_the_papers_verdict_in_that_c
     """FEMNIST's column not run: its claims say so, each in the FEMNIST column, and their ``holds_in_paper``
     reads FEMNIST's printed numbers (Cluster2 76.12 > Equitable-FL 75.54 there, but 95.38 < 97.75 on MNIST,
     the table's first column)."""
-    from fairfl_core.report.bundle import NOT_RUN
-
     rows = R.BUNDLE.check("equitable_table2_femnist", None)
     assert (rows["result"] == NOT_RUN).all() and set(rows["dataset"]) == {"FEMNIST"}
     by_claim = rows.set_index("claim")["holds_in_paper"]
@@ -174,3 +401,4 @@ def test_claims_of_a_column_not_run_are_listed_with_the_papers_verdict_in_that_c
     assert not rows["claim"].str.startswith("C4:").any()  # §5.3 excepts FEMNIST from the accuracy claim
     cifar100 = R.BUNDLE.check("equitable_table2_cifar100", None)
     assert set(cifar100["dataset"]) == {"CIFAR-100"} and cifar100["claim"].str.startswith("C4:").any()
+    assert_sources(cifar100)
