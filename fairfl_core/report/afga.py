@@ -1,4 +1,4 @@
-"""AFGA / CAFGA (TMLR 2024): the metrics of its tables and figures and its claims (§6, App. B; Tables 1, 4–8,
+"""AFGA / CAFGA (TMLR 2024): the metrics of its tables and figures and its claims (§6, App. B; Tables 1–8,
 Figs. 1, 2, 6).
 
 * ``acc_last5``: "Acc." of Tables 1–6, the server model's test accuracy averaged over the last 5 evaluations.
@@ -8,13 +8,20 @@ Figs. 1, 2, 6).
   (:func:`r_target`: the paper's target scaled to the data used). Per run (the claims compare seed means of
   it; the last round + 1 when never reached) and on the seed-mean curve (``rounds_to_target_of_mean``, the
   paper's reading of its tables; NaN, printed "R+", when never reached).
-* Table 7: hours of simulated communication to reach each target, R# of the seed-mean curve × the time of one
-  round (``gossip.CommCostModel``: Z gossip steps for AFGA and CAFGA, none for FedAMSGrad).
+* Table 7: hours of simulated communication to reach each target, R# × the time of one round
+  (``gossip.CommCostModel``: Z gossip steps for AFGA and CAFGA, none for FedAMSGrad): on the seed-mean curve
+  in the table (:func:`table7_table`, the paper's reading), per run in its claims (:func:`table7_check`,
+  decided on seeds like every other claim).
+
+Claims (:data:`BUNDLE`'s builders and :func:`table7_claims`): the paper's sentences about each table and
+figure, each comparison once, with the size the paper states (in accuracy points) as ``Claim.effect``, the
+local rates named where the compared runs differ in them, and the package's own comparisons as observations.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pandas as pd
 
@@ -25,8 +32,9 @@ from fairfl_core.experiments.profiles import Experiment, get_experiment
 from fairfl_core.experiments.store import RunStore
 from fairfl_core.gossip import CommCostModel
 from fairfl_core.report.bundle import Paper, register_paper
-from fairfl_core.report.claims import Claim
-from fairfl_core.report.paper import load_paper_results
+from fairfl_core.report.claims import OBSERVATION, Claim, check_claims
+from fairfl_core.report.paper import load_paper_results, paper_values
+from fairfl_core.report.tables import aggregate
 
 __all__ = [
     "BUNDLE",
@@ -34,6 +42,10 @@ __all__ = [
     "METRICS",
     "OBSERVATION",
     "TABLE5_TOLERANCE",
+    "TABLE7_HIGH",
+    "TABLE7_METHODS",
+    "TABLE7_TARGETS",
+    "cifar100_claims",
     "decentralised_claims",
     "heterogeneity_claims",
     "local_rate_column",
@@ -42,18 +54,23 @@ __all__ = [
     "resnet_claims",
     "rounds_to_target_of_mean",
     "seed_mean_rounds_column",
+    "shakespeare_claims",
     "table1_claims",
     "table4_claims",
     "table5_claims",
+    "table7_check",
     "table7_claims",
     "table7_hours",
+    "table7_runs",
+    "table7_scale",
+    "table7_source",
+    "table7_table",
     "topology_claims",
     "with_afga_metrics",
 ]
 
 GOSSIPING = ("afga", "cafga")  # algorithms that gossip Z times per round (Table 7's cost model)
 METRICS = ("acc_last5", "acc_area", "rounds_to_target")
-OBSERVATION = "the package's observation"
 # Table 5's "similar test accuracy": the largest gap of the paper's own four settings (AFGA, Setting 1:
 # 78.80 - 76.59 = 2.21) rounded up to the next half point
 TABLE5_TOLERANCE = 2.5
@@ -145,71 +162,171 @@ def table7_hours(
     return pd.DataFrame(rows)
 
 
-# -- claims: each once, with its source (the paper's sentence and section, or OBSERVATION) ------------------
+# -- claims: each once, with its source (the paper's sentence and its place, or OBSERVATION) ----------------
+# The paper's "%" in §6.1 and App. B.1 are accuracy points: its Table 1 gives 78.45 - 76.94 = 1.51 for
+# "1.5%" (relative: 1.96 %), and every other stated size of Tables 1 and 6 is likewise nearer the difference
+# in points (tests/report/test_afga.py). A stated size is carried as ``Claim.effect`` in points; a bound
+# ("more than 1.3%") is not a size: its claim shows the paper's printed difference as the effect.
 BASELINES = ("FedAvg", "FedAdam", "FedAMSGrad", "SCAFFOLD", "FedProx (μ=0.01)", "FedDyn (α=0.01)")
 HEADLINE = (
     '§6.1: "This demonstrates our proposed AFGA and CAFGA achieve overall better performance than adaptive '
     'federated learning methods and other federated learning baselines in both settings."'
 )
-NAMED = {  # §6.1's sentences naming baselines, per setting: (method, baseline) -> sentence
+CAFGA_OVER_AFGA = (
+    '§6.1, on Tables 1 and 2: "We observe that AFGA shows improvement upon other baselines, and the proposed '
+    'CAFGA achieves better performance than AFGA."'
+)
+# Table 1, per setting: ({(method, baseline): (size in accuracy points, the paper's words)}, sentence)
+STATED = {
     1: (
-        {("AFGA", b) for b in ("SCAFFOLD", "FedDyn (α=0.01)", "FedAMSGrad")},
+        {
+            ("AFGA", "SCAFFOLD"): (1.5, "1.5%"),
+            ("AFGA", "FedDyn (α=0.01)"): (0.8, "nearly 0.8%"),
+            ("AFGA", "FedAMSGrad"): (1.0, "nearly 1%"),
+        },
         '§6.1: "For Setting 1 on CIFAR-10, based on the results on three random seeds, AFGA shows an average '
         "1.5% improvement in accuracy compared to SCAFFOLD, nearly 0.8% improvement compared to FedDyn, and "
         'nearly 1% improvement compared to FedAMSGrad"',
     ),
     2: (
-        {("CAFGA", b) for b in ("FedDyn (α=0.01)", "FedAMSGrad")},
+        {("CAFGA", "FedDyn (α=0.01)"): (3.5, "around 3.5%"), ("CAFGA", "FedAMSGrad"): (2.0, "2%")},
         '§6.1: "For Setting 2 on CIFAR-10, CAFGA demonstrated around 3.5% increase in accuracy over FedDyn '
         'and 2% increase over FedAMSGrad."',
     ),
 }
+CAFGA_OVER_AFGA_S1 = (
+    0.7,
+    "0.7%",
+    '§6.1: "The proposed CAFGA, our extension on clustered-clients setting, further improves 0.7% accuracy '
+    'based over AFGA."',
+)
+REACH = (
+    '§6.1: "Note that in both settings, AFGA and CAFGA show their superior performance in achieving desired '
+    'test accuracy."'
+)
+# Table 2 (CIFAR-100), §6.1
+CIFAR100_S1 = (
+    '§6.1: "Table 2 shows that in experiments on CIFAR-100, for Setting 1, AFGA and CAFGA obtain higher test '
+    'accuracy among other baselines including SCAFFOLD and FedDyn."'
+)
+CIFAR100_S1_CAFGA = (
+    '§6.1: "Specifically, CAFGA significantly outperforms all baselines with more than 1.3% increase over '
+    'SCAFFOLD and more than 2% increase over FedAdam and FedAMSGrad."'
+)
+CIFAR100_S1_BOUNDS = {"SCAFFOLD": "more than 1.3%", "FedAdam": "more than 2%", "FedAMSGrad": "more than 2%"}
+CIFAR100_S2 = (
+    '§6.1: "For Setting 2, our proposed AFGA and CAFGA still outperform other federated learning baselines '
+    'expect for SCAFFOLD."'
+)
+# Table 3 (Shakespeare), §6.1
+SHAKESPEARE_S1 = (
+    '§6.1: "For Setting 1 on Shakespeare, AFGA shows approximately 2.5% improvement in accuracy compared to '
+    'SCAFFOLD, and 0.5% improvement compared to FedAMSGrad."'
+)
+SHAKESPEARE_S1_STATED = {"SCAFFOLD": (2.5, "approximately 2.5%"), "FedAMSGrad": (0.5, "0.5%")}
+SHAKESPEARE_S1_CAFGA = (
+    '§6.1: "The proposed CAFGA achieves even higher final accuracy than AFGA and significantly outperforms '
+    'other baselines."'
+)
+SHAKESPEARE_S2 = (
+    '§6.1: "For Setting 2 on Shakespeare, AFGA addresses increasing in accuracy over FedAMSGrad, while CAFGA '
+    'outperforms AFGA in final results."'
+)
+SHAKESPEARE_REACH = (
+    '§6.1: "In both settings, AFGA or CAFGA show their superior performance in achieving desired test '
+    'accuracy."'
+)
+
+
+def _setting(experiment: Experiment) -> int:
+    """The paper's setting of a per-setting experiment (``..._s<k>``)."""
+    return int(experiment.name.rsplit("_s", 1)[1])
+
+
+def _rate(experiment: Experiment, label: str) -> float | None:
+    """``label``'s local learning rate η_l (its ``train.lr`` override; None without one)."""
+    for m in experiment.method_list():
+        if m.label == label:
+            rates = [o.split("=", 1)[1] for o in m.overrides if o.startswith("train.lr=")]
+            return float(rates[-1]) if rates else None
+    return None
+
+
+def _rates(experiment: Experiment, method: str, than: str) -> str:
+    """The confound of two runs at different local rates, in words (empty when the rates match): each method
+    runs at its own rate of Table 9, so such a comparison is of the methods at their rates."""
+    a, b = _rate(experiment, method), _rate(experiment, than)
+    return "" if a is None or b is None or a == b else f"η_l {a:g} vs {b:g}"
+
+
+def _note(*parts: str) -> str:
+    """`` (part; part)`` of the non-empty ``parts``, or nothing."""
+    said = [p for p in parts if p]
+    return f" ({'; '.join(said)})" if said else ""
+
+
+def _stated(effect: float, words: str) -> str:
+    return f'by {effect:+g} points: the paper\'s "{words}" read as accuracy points'
+
+
+def _beats(
+    experiment: Experiment,
+    method: str,
+    than: str,
+    source: str,
+    stated: tuple[float, str] | None = None,
+    bound: str = "",
+    where: str = "",
+    name: str = "",
+) -> Claim:
+    """``method`` beats ``than`` in Acc. (the claim's text: ``name``, by default "<method> beats <than> in
+    accuracy", then in parentheses ``where``, the size and the local rates where they differ);
+    ``stated``: the paper's size (points, its words), carried as the claim's effect; ``bound``: the paper's
+    "more than ..." (not a size: the printed difference is the effect)."""
+    size = _stated(*stated) if stated else f'the paper: "{bound}", a bound' if bound else ""
+    return Claim(
+        (name or f"{method} beats {than} in accuracy") + _note(where, size, _rates(experiment, method, than)),
+        "acc_last5",
+        method,
+        ">",
+        than,
+        source=source,
+        effect=stated[0] if stated else None,
+    )
+
+
+def _fewer_rounds(experiment: Experiment, method: str, than: str, source: str) -> Claim:
+    return Claim(
+        f"{method} reaches the target in fewer rounds than {than}" + _note(_rates(experiment, method, than)),
+        "rounds_to_target",
+        method,
+        "<",
+        than,
+        source=source,
+    )
 
 
 def table1_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
-    """§6.1 on Table 1 (either setting): AFGA and CAFGA beat every baseline in Acc., CAFGA beats AFGA, both
-    reach the target in fewer rounds than FedAMSGrad; and the package's observations of C13 (spec §8)."""
-    setting = 1 if experiment.name.endswith("_s1") else 2
-    named, sentence = NAMED[setting]
-    claims = [
-        Claim(
-            f"{method} beats {baseline} in accuracy",
-            "acc_last5",
-            method,
-            ">",
-            baseline,
-            source=sentence if (method, baseline) in named else HEADLINE,
-        )
-        for method in ("AFGA", "CAFGA")
-        for baseline in BASELINES
-    ]
-    reach = (
-        '§6.1: "Note that in both settings, AFGA and CAFGA show their superior performance in achieving '
-        'desired test accuracy."'
-    )
+    """§6.1 on Table 1 (either setting): AFGA and CAFGA beat every baseline in Acc. (by the size §6.1 states
+    for the pairs it names), CAFGA beats AFGA, both reach the target in fewer rounds than FedAMSGrad (the
+    adaptive method they build on); and the package's observations of C13 (spec §8). Each claim names the
+    local rates where they differ (each method at its Table 9 rate)."""
+    setting = _setting(experiment)
+    stated, sentence = STATED[setting]
+    effect, words, cafga_sentence = CAFGA_OVER_AFGA_S1
     return [
-        *claims,
-        Claim(
-            "CAFGA beats AFGA in accuracy",
-            "acc_last5",
-            "CAFGA",
-            ">",
-            "AFGA",
-            source='§6.1: "the proposed CAFGA achieves better performance than AFGA."',
-        ),
         *(
-            Claim(
-                f"{m} reaches the target in fewer rounds than FedAMSGrad",
-                "rounds_to_target",
-                m,
-                "<",
-                "FedAMSGrad",
-                source=reach,
-            )
+            _beats(experiment, m, b, sentence if (m, b) in stated else HEADLINE, stated.get((m, b)))
             for m in ("AFGA", "CAFGA")
+            for b in BASELINES
         ),
+        _beats(experiment, "CAFGA", "AFGA", cafga_sentence, (effect, words))
+        if setting == 1
+        else _beats(experiment, "CAFGA", "AFGA", CAFGA_OVER_AFGA),
+        *(_fewer_rounds(experiment, m, "FedAMSGrad", REACH) for m in ("AFGA", "CAFGA")),
         Claim(
-            "the adaptive server beats the SGD server (FedAMSGrad > FedAvg)",
+            "the adaptive server beats the SGD server (FedAMSGrad > FedAvg)"
+            + _note(_rates(experiment, "FedAMSGrad", "FedAvg")),
             "acc_last5",
             "FedAMSGrad",
             ">",
@@ -228,10 +345,78 @@ def table1_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
     ]
 
 
+def cifar100_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
+    """§6.1 on Table 2 (CIFAR-100). Setting 1: AFGA and CAFGA beat every baseline (CAFGA by "more than" 1.3
+    and 2 points over SCAFFOLD, FedAdam and FedAMSGrad: bounds, not sizes) and CAFGA beats AFGA. Setting 2:
+    both beat every baseline but SCAFFOLD, which neither beats, and CAFGA beats AFGA.
+
+    Where the experiment has not run (``runs`` without a ``dataset`` column), the claims name the paper's
+    column "CIFAR-100" so that their row reads the paper's verdict (the experiment's config file is
+    CIFAR-10's; its profiles set CIFAR-100); with runs they are checked on the runs' own dataset."""
+    dataset = None if "dataset" in runs.columns else "CIFAR-100"
+    if _setting(experiment) == 1:
+        claims = [
+            *(_beats(experiment, "AFGA", b, CIFAR100_S1) for b in BASELINES),
+            *(
+                _beats(experiment, "CAFGA", b, CIFAR100_S1_CAFGA, bound=CIFAR100_S1_BOUNDS.get(b, ""))
+                for b in BASELINES
+            ),
+        ]
+    else:
+        others = [b for b in BASELINES if b != "SCAFFOLD"]
+        claims = [
+            *(_beats(experiment, m, b, CIFAR100_S2) for m in ("AFGA", "CAFGA") for b in others),
+            *(
+                Claim(
+                    f"{m} does not beat SCAFFOLD in accuracy"
+                    + _note("the paper's exception", _rates(experiment, m, "SCAFFOLD")),
+                    "acc_last5",
+                    m,
+                    "<=",
+                    "SCAFFOLD",
+                    source=CIFAR100_S2,
+                )
+                for m in ("AFGA", "CAFGA")
+            ),
+        ]
+    claims.append(_beats(experiment, "CAFGA", "AFGA", CAFGA_OVER_AFGA))
+    return [replace(c, dataset=dataset) for c in claims]
+
+
+def shakespeare_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
+    """§6.1 on Table 3 (Shakespeare). Setting 1: AFGA beats SCAFFOLD and FedAMSGrad by the sizes §6.1 states
+    (2.5 and 0.5 points; the printed Table 3 gives smaller and larger differences, ``docs/readings.md``),
+    CAFGA beats AFGA and every baseline. Setting 2: AFGA beats FedAMSGrad, CAFGA beats AFGA. Both: "AFGA or
+    CAFGA" reach the target faster, claimed on AFGA against FedAMSGrad (as Table 1's); CAFGA's is the
+    package's observation beside it."""
+    if _setting(experiment) == 1:
+        claims = [
+            *(_beats(experiment, "AFGA", b, SHAKESPEARE_S1, s) for b, s in SHAKESPEARE_S1_STATED.items()),
+            _beats(experiment, "CAFGA", "AFGA", SHAKESPEARE_S1_CAFGA),
+            *(_beats(experiment, "CAFGA", b, SHAKESPEARE_S1_CAFGA) for b in BASELINES),
+        ]
+    else:
+        claims = [
+            _beats(experiment, "AFGA", "FedAMSGrad", SHAKESPEARE_S2),
+            _beats(experiment, "CAFGA", "AFGA", SHAKESPEARE_S2),
+        ]
+    either = (
+        f"{OBSERVATION}: the paper's \"AFGA or CAFGA\" (§6.1, Table 3) is claimed on AFGA; CAFGA's rounds "
+        "are shown beside it"
+    )
+    return [
+        *claims,
+        _fewer_rounds(experiment, "AFGA", "FedAMSGrad", SHAKESPEARE_REACH),
+        _fewer_rounds(experiment, "CAFGA", "FedAMSGrad", either),
+    ]
+
+
 def table4_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
-    """§6.2 on Table 4: gossip and re-sampling each contribute to AFGA (AFGA beats either alone); the paper's
-    "+ Gossip" row below FedAMSGrad; and both at the matched local rate η_l = 2 (AFGA against FedAMSGrad and
-    CAFGA against AFGA are Table 1's claims on the same runs)."""
+    """§6.2 on Table 4: gossip and re-sampling each contribute to AFGA (AFGA beats either alone, all three at
+    η_l = 2). The package's observations: the paper's "+ Gossip" row below FedAMSGrad, decided at the
+    matched local rate η_l = 2 ("FedAMSGrad only (η_l = 2.0)"), with the paper's rows (η_l 2 against
+    FedAMSGrad's 1) beside it as a variant; and AFGA against FedAMSGrad at the matched rate, the control of
+    Table 1's claim on the same runs (AFGA against FedAMSGrad and CAFGA against AFGA are Table 1's claims)."""
     only, matched, gossip = "FedAMSGrad only", "FedAMSGrad only (η_l = 2.0)", "+ Gossip"
     afga, resampling = "+ Gossip + Re-sampling (AFGA)", "+ Re-sampling (no gossip)"
     both = (
@@ -240,31 +425,35 @@ def table4_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
         'accuracy improvements of AFGA."'
     )
     return [
-        Claim("AFGA beats gossip alone", "acc_last5", afga, ">", gossip, source=both),
-        Claim("AFGA beats re-sampling alone", "acc_last5", afga, ">", resampling, source=both),
+        _beats(experiment, afga, gossip, both, name="AFGA beats gossip alone"),
+        _beats(experiment, afga, resampling, both, name="AFGA beats re-sampling alone"),
         Claim(
-            "gossip alone lowers FedAMSGrad's accuracy",
+            "gossip alone lowers FedAMSGrad's accuracy at the matched η_l = 2",
+            "acc_last5",
+            gossip,
+            "<",
+            matched,
+            source=f"{OBSERVATION}: spec C5 from Table 4's rows, which the text does not state; decided on "
+            "the matched-rate control",
+        ),
+        Claim(
+            "gossip alone lowers FedAMSGrad's accuracy, at the paper's rates"
+            + _note(_rates(experiment, gossip, only) + ": the rate differs with the component"),
             "acc_last5",
             gossip,
             "<",
             only,
-            source=f"{OBSERVATION} (Table 4's rows, spec C5)",
+            source=f"{OBSERVATION}: variant: the paper's rows at different local rates (the matched-rate "
+            "control decides)",
         ),
         Claim(
-            "at the matched η_l = 2, gossip alone lowers FedAMSGrad's accuracy",
-            "acc_last5",
-            gossip,
-            "<",
-            matched,
-            source=f"{OBSERVATION} (the matched-rate control of Table 4)",
-        ),
-        Claim(
-            "at the matched η_l = 2, AFGA beats FedAMSGrad",
+            "AFGA beats FedAMSGrad at the matched η_l = 2",
             "acc_last5",
             afga,
             ">",
             matched,
-            source=f"{OBSERVATION} (the matched-rate control of Table 4)",
+            source=f'{OBSERVATION}: the matched-rate control of Table 1\'s "AFGA beats FedAMSGrad" '
+            f"({_rates(experiment, afga, only)})",
         ),
     ]
 
@@ -299,15 +488,22 @@ def table5_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
 
 
 def resnet_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
-    """App. B.1 on Table 6 (ResNet-18): CAFGA beats every baseline."""
+    """App. B.1 on Table 6 (ResNet-18): CAFGA beats every baseline, FedAMSGrad by the stated 0.4 points, the
+    others by "more than 1%" (a bound)."""
     sentence = (
         'App. B.1: "It shows that the proposed CAFGA outperforms other federated learning baselines, '
         "achieving a 0.4% improvement over FedAMSGrad and an enhancement of more than 1% compared to other "
         'baselines."'
     )
     return [
-        Claim(
-            f"CAFGA beats {other} in accuracy (ResNet-18)", "acc_last5", "CAFGA", ">", other, source=sentence
+        _beats(
+            experiment,
+            "CAFGA",
+            other,
+            sentence,
+            (0.4, "0.4%") if other == "FedAMSGrad" else None,
+            "" if other == "FedAMSGrad" else "more than 1%",
+            where="ResNet-18",
         )
         for other in BASELINES
     ]
@@ -320,7 +516,7 @@ def decentralised_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Cla
         'comparing to other decentralized baselines."'
     )
     return [
-        Claim(f"{m} beats {other} in accuracy", "acc_last5", m, ">", other, source=sentence)
+        _beats(experiment, m, other, sentence)
         for m in ("AFGA", "CAFGA")
         for other in ("DSGD", "PGA", "DAdam")
     ]
@@ -372,7 +568,7 @@ def heterogeneity_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Cla
 
 def local_steps_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
     """App. B.1.1 on Fig. 6: CAFGA with more local iterations Z ends at a higher test accuracy (the figure's
-    training-loss curves are not compared)."""
+    training-loss curves are not compared; Z, the number of local steps, is the factor the figure varies)."""
     sentence = (
         'App. B.1.1: "We observe that larger Z indeed helps accelerate convergence on training loss and '
         'helps to obtain a higher test accuracy."'
@@ -384,22 +580,127 @@ def local_steps_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim
     ]
 
 
-def table7_claims(target: float = 78.0) -> list[Claim]:
-    """App. B.1.1 on ``table7_hours`` (computed from the seed-mean curves, not per run: check it on
-    ``report.exact_results(hours, dataset)``): CAFGA reaches ``target`` in fewer simulated hours than
-    FedAMSGrad (its gossip cost is repaid by fewer rounds)."""
+# -- Table 7: simulated communication hours (App. B.1.1) ---------------------------------------------------
+TABLE7_METHODS = ("FedAMSGrad", "AFGA", "CAFGA")
+TABLE7_TARGETS = (70.0, 75.0, 78.0, 80.0)
+TABLE7_HIGH = 80.0  # the sentence's "high accuracy": Table 7's highest target
+TABLE7_SENTENCE = (
+    'App. B.1.1: "Table 7 suggests that even when considering client-to-client communication costs, our '
+    "proposed AFGA and CAFGA can still efficiently achieve high accuracy with less overall communication "
+    'costs."'
+)
+
+
+def table7_source(names) -> str:
+    """The runs Table 7 is computed from: the paper's Setting 1 (``afga_table1_s1``) where it ran, else
+    Setting 2 (``afga_table1_s2``, the quick profile)."""
+    return "afga_table1_s1" if "afga_table1_s1" in names else "afga_table1_s2"
+
+
+def table7_scale(runs: pd.DataFrame, source: str) -> float:
+    """Table 7's targets are scaled as R#'s (:func:`r_target`): the runs' R# target over the paper's."""
+    return float(runs["target"].iloc[0]) / experiments.target(source)
+
+
+def _gossip_steps(algorithm: str, local_steps) -> int:
+    return int(local_steps) if algorithm in GOSSIPING else 0
+
+
+def table7_runs(
+    runs: pd.DataFrame,
+    targets=TABLE7_TARGETS,
+    model: CommCostModel | None = None,
+    scale: float = 1.0,
+) -> pd.DataFrame:
+    """``runs`` plus, per target, ``hours_to_<target>`` of each run, its own R# of ``target × scale`` times
+    the hours of one round, and ``reached_<target>``. A run that never reaches the target counts as its last
+    round + 1, as in every per-run R# (a lower bound, the paper's "R+")."""
+    model = model or CommCostModel()
+    columns: dict[str, list] = {f"{c}_{t:g}": [] for t in targets for c in ("hours_to", "reached")}
+    for _, run in runs.iterrows():
+        curve = _curve(run["path"])
+        steps = _gossip_steps(run["config.algorithm.name"], run["config.train.local_steps"])
+        for t in targets:
+            r = _round_reached(curve["round"], curve["global_acc"], t * scale)
+            rounds = curve["round"].max() + 1 if math.isnan(r) else r
+            columns[f"hours_to_{t:g}"].append(float(model.hours_to_target(rounds, steps)))
+            columns[f"reached_{t:g}"].append(not math.isnan(r))
+    return runs.assign(**columns)
+
+
+def table7_table(
+    runs: pd.DataFrame, source: str, model: CommCostModel | None = None
+) -> tuple[pd.DataFrame, str]:
+    """Table 7 from ``source``'s ``runs`` (``with_afga_metrics``): per method the hours of its seed-mean
+    curve to each target (:func:`table7_hours`), the paper's hours beside them in columns that name its
+    Setting 1, and a caption that says which setting the runs are."""
+    compared = runs[runs["method"].isin(TABLE7_METHODS)]
+    scale = table7_scale(runs, source)
+    hours = table7_hours(compared, TABLE7_TARGETS, model or CommCostModel(), scale)
+    printed = load_paper_results(experiments.PAPER).query("table == 'Table 7'")
+    printed = printed.pivot(index="method", columns="metric", values="value")
+    table = hours.merge(printed.add_suffix(" paper (Setting 1)").reset_index(), on="method", how="left")
+    setting = _setting(get_experiment(source))
+    caption = (
+        f"Table 7 from {source}: Setting {setting} runs, hours of each method's seed-mean curve to the "
+        f"paper's targets × {scale:.3f} (as R#'s); the paper's columns are its Setting 1"
+        + ("" if setting == 1 else ", not the setting of these runs: compare directions, not hours")
+    )
+    return table, caption
+
+
+def table7_claims(setting: int = 1, targets=TABLE7_TARGETS) -> list[Claim]:
+    """App. B.1.1 on Table 7: AFGA and CAFGA reach "high accuracy" (:data:`TABLE7_HIGH`, the table's highest
+    target) in fewer simulated hours than FedAMSGrad; the other targets are the package's observations (the
+    paper's own AFGA is slower than FedAMSGrad there). ``setting``: the runs' setting; other than the
+    paper's 1, every claim says so."""
+    where = "" if setting == 1 else f"; Setting {setting} runs: the paper's Table 7 and verdict are Setting 1"
     return [
         Claim(
-            f"CAFGA reaches {target:g} % in fewer simulated hours than FedAMSGrad",
-            f"hours_to_{target:g}",
-            "CAFGA",
+            f"{m} reaches {t:g} % (scaled as R#'s) in fewer simulated hours than FedAMSGrad"
+            + _note(where.lstrip("; ")),
+            f"hours_to_{t:g}",
+            m,
             "<",
             "FedAMSGrad",
-            source='App. B.1.1: "Table 7 suggests that even when considering client-to-client communication '
-            "costs, our proposed AFGA and CAFGA can still efficiently achieve high accuracy with less "
-            'overall communication costs."',
+            source=TABLE7_SENTENCE.replace("App. B.1.1:", f"App. B.1.1, Table 7's {t:g} % column:")
+            if t == TABLE7_HIGH
+            else f'{OBSERVATION}: variant: the {t:g} % column (the paper\'s "high accuracy" is read as '
+            f"Table 7's highest target, {TABLE7_HIGH:g} %)",
         )
+        for t in targets
+        for m in ("AFGA", "CAFGA")
     ]
+
+
+def table7_check(runs: pd.DataFrame, source: str, model: CommCostModel | None = None) -> pd.DataFrame:
+    """Table 7's claims (:func:`table7_claims`) checked on the per-run hours (:func:`table7_runs`) of
+    ``source``'s ``runs`` (``with_afga_metrics``), with the paper's Table 7: the claims table of the
+    notebook's ``claims_table7.csv``, its columns those of ``Paper.check`` (``experiment``: "Table 7
+    (<source>)").
+
+    Each claim compares its two methods' runs, decided on seeds like every claim. Where no run of either
+    reaches the target, the two lower bounds say nothing about which is faster: the claim is ``missing``
+    (not checked). On Setting 2 runs the paper's effect (its Setting 1 hours) is not set against ours:
+    ``paper_effect`` is blank and ``interval_holds_paper_effect`` n/a; ``holds_in_paper`` stays the paper's
+    own verdict, on its Setting 1."""
+    compared = runs[runs["method"].isin(TABLE7_METHODS)]
+    per_run = table7_runs(compared, TABLE7_TARGETS, model, table7_scale(runs, source))
+    experiment = get_experiment(source)
+    printed = paper_values(experiment, compared, ("Table 7",))
+    setting = _setting(experiment)
+    rows = []
+    for claim in table7_claims(setting):
+        pair = per_run[per_run["method"].isin([claim.method, claim.than])]
+        target = claim.metric.removeprefix("hours_to_")
+        if not pair[f"reached_{target}"].any():
+            pair = pair.assign(**{claim.metric: math.nan})
+        rows.append(check_claims([claim], aggregate(pair, metrics=[claim.metric]), printed))
+    checked = pd.concat(rows, ignore_index=True)
+    if setting != 1:
+        checked = checked.assign(paper_effect=math.nan, interval_holds_paper_effect="n/a")
+    checked = checked.assign(experiment=f"Table 7 ({source})")
+    return checked[["experiment", *checked.columns.drop("experiment")]]
 
 
 def seed_mean_rounds_column(runs: pd.DataFrame) -> dict[str, dict[str, str]]:
@@ -442,6 +743,8 @@ BUNDLE = register_paper(
         ),
         claim_builders={
             "afga_table1_": table1_claims,
+            "afga_table2_": cifar100_claims,
+            "afga_table3_": shakespeare_claims,
             "afga_table4_components": table4_claims,
             "afga_table5_": table5_claims,
             "afga_table6_resnet18": resnet_claims,
