@@ -35,6 +35,7 @@ __all__ = [
     "MIN_SEEDS",
     "NOT_DECIDED",
     "OBSERVATION",
+    "STAND_IN_EFFECT",
     "OPS",
     "PAPER",
     "Claim",
@@ -51,6 +52,7 @@ MIN_SEEDS = 3  # seeds a side needs for a verdict
 CONFIDENCE = 0.95  # two-sided confidence of the band t·SE
 NOT_DECIDED = "not decided"
 OBSERVATION = "the package's observation"  # a claim's source when the paper does not state it
+STAND_IN_EFFECT = "n/a (stand-in: direction only)"  # a stand-in's numbers are not the paper dataset's
 
 # the claim's margin (positive: the predicate holds) from (difference = value - reference, tolerance)
 OPS: dict[str, Callable[[float, float], float]] = {
@@ -251,7 +253,8 @@ def check_claims(
     One row per claim and dataset: its ``kind`` (paper | observation), the method's mean (± std, seeds), the
     reference it is compared with, difference (value - reference), its standard error ``se``, Welch's ``df``,
     the 95 % interval of the difference, the paper's effect (``Claim.effect``, else the difference of the
-    paper's printed numbers) and whether the interval holds it, the ``basis`` of the outcome (e.g.
+    paper's printed numbers) and whether the interval holds it (on a stand-in dataset, whose sizes are not the
+    paper dataset's, :data:`STAND_IN_EFFECT`: direction only), the ``basis`` of the outcome (e.g.
     ``t(3.9)·SE, 95%`` or ``not decided (2 seeds)``), the relative difference in %, ``result`` (holds |
     within noise | fails | not decided, :func:`seed_outcome`; missing: a method or paper value is absent) and
     ``holds_in_paper`` (the same predicate on the paper's printed means, which carry no seeds: holds | fails;
@@ -272,7 +275,13 @@ def check_claims(
                 f"datasets: {sorted(set(agg['dataset']))}"
             )
         rows += [_check_one(claim, agg, paper, d) for d in datasets]
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if len(table) and "stand_in" in agg:  # direction only: a stand-in's size is not the paper's effect
+        flagged = agg["stand_in"].map(lambda v: isinstance(v, str) and bool(v))
+        on = table["dataset"].isin(set(agg.loc[flagged, "dataset"]))
+        table["interval_holds_paper_effect"] = table["interval_holds_paper_effect"].astype(object)
+        table.loc[on, "interval_holds_paper_effect"] = STAND_IN_EFFECT
+    return table
 
 
 def exact_results(table: pd.DataFrame, dataset: str) -> pd.DataFrame:

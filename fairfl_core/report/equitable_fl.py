@@ -15,12 +15,12 @@ Table 2's printed numbers) or the package's observation (``OBSERVATION`` and why
 counted. Each paper claim has one verdict per page: the MNIST and CIFAR-10 stand-ins are one Fashion-MNIST
 partition, so the MNIST column carries the verdict and the CIFAR-10 column's rows are observations
 (:func:`variant_of`); so are Fig. 2's NMI on the simple models (Fig. 2 shows ResNet-18) and the C ablation at
-the wider r. On a stand-in the paper is compared on direction only (:func:`direction_only`, :func:`headline`).
+the wider r. On a stand-in the paper is compared on direction only (``report.claims.check_claims``,
+:func:`headline`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import replace
 
 import numpy as np
@@ -43,12 +43,10 @@ __all__ = [
     "COLUMNS",
     "CURVES",
     "OBSERVED",
-    "STAND_IN_EFFECT",
     "ablation_claims",
     "accuracy_claims",
     "as_variant",
     "best_of_grid",
-    "direction_only",
     "fairness_claims",
     "headline",
     "observation",
@@ -146,20 +144,6 @@ def stand_in_datasets(runs: pd.DataFrame) -> set[str]:
     return set(runs.loc[flagged, "dataset"])
 
 
-def direction_only(claims: pd.DataFrame, stand_ins: Iterable[str]) -> pd.DataFrame:
-    """``claims`` (from ``check_claims`` or ``Paper.check``) with the size comparison left out on the
-    ``stand_ins`` datasets: a stand-in's numbers are not the paper's dataset's, so whether our interval holds
-    the paper's effect (a difference of the paper's raw numbers) says nothing there; its rows compare the
-    direction only (``result``, and ``holds_in_paper``: the same predicate on the paper's printed means)."""
-    out = claims.copy()
-    if "interval_holds_paper_effect" in out:
-        on_stand_in = out["dataset"].isin(set(stand_ins))
-        out["interval_holds_paper_effect"] = out["interval_holds_paper_effect"].astype(object)
-        out.loc[on_stand_in, "interval_holds_paper_effect"] = STAND_IN_EFFECT
-    return out
-
-
-STAND_IN_EFFECT = "n/a (stand-in: direction only)"
 
 
 def headline(runs: pd.DataFrame, paper: pd.DataFrame | None = None) -> pd.DataFrame:

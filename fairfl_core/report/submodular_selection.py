@@ -29,7 +29,7 @@ import pandas as pd
 from fairfl_core.experiments.papers import submodular_selection as experiments
 from fairfl_core.experiments.profiles import Experiment, Method, experiment_configs
 from fairfl_core.experiments.store import RunStore
-from fairfl_core.report.bundle import NOT_RUN, Paper, paper_rows, register_paper
+from fairfl_core.report.bundle import Paper, paper_rows, register_paper
 from fairfl_core.report.claims import OBSERVATION, Claim, seed_outcome
 from fairfl_core.report.paper import load_paper_results
 
@@ -37,7 +37,6 @@ __all__ = [
     "BUNDLE",
     "CLAIM_METRICS",
     "IDENTICAL",
-    "STAND_IN_EFFECT",
     "Calibration",
     "calibrate",
     "claims_table",
@@ -247,7 +246,6 @@ S_PHI = (
 )
 BASELINES = ("DivFL", "Random", "Power-of-Choice")  # Table I's baselines (§V: "We benchmark ...")
 OTHER_READINGS = (experiments.ALTERNATIVE, "normalised")  # of G's scale; READING gives the verdicts
-STAND_IN_EFFECT = "n/a (stand-in: direction only)"
 CLAIM_METRICS = ("train_loss", "global_acc", "std", "ln_loss_auc")  # what the claims read (aggregate them)
 
 
@@ -459,19 +457,14 @@ def claims_table(
 ) -> pd.DataFrame:
     """Every claim of experiment ``name`` (:meth:`Paper.check <fairfl_core.report.bundle.Paper.check>`: where
     it did not run, ``not run at this profile`` with the paper's own verdict), with
-    :func:`mark_identical_selections`, and on a stand-in data set direction only: the paper's effect is not
-    compared with ours there (``interval_holds_paper_effect`` is :data:`STAND_IN_EFFECT`). ``agg`` must hold
-    :data:`CLAIM_METRICS`."""
+    :func:`mark_identical_selections` (on a stand-in data set directions only, ``check_claims``). ``agg`` must
+    hold :data:`CLAIM_METRICS`."""
     table = BUNDLE.check(name, runs, agg, paper)
     table = (
         mark_identical_selections(table, runs)
         if runs is not None
         else table.assign(identical_selections=False)
     )
-    if agg is not None and "interval_holds_paper_effect" in table:
-        stand_in = agg["stand_in"].fillna("").astype(str) != ""
-        on = table["dataset"].isin(set(agg.loc[stand_in, "dataset"])) & table["result"].ne(NOT_RUN)
-        table.loc[on, "interval_holds_paper_effect"] = STAND_IN_EFFECT
     return table
 
 

@@ -17,7 +17,7 @@ from fairfl_core.experiments.profiles import get_experiment
 from fairfl_core.experiments.store import RunStore
 from fairfl_core.report import equitable_fl as R
 from fairfl_core.report.bundle import NOT_RUN
-from fairfl_core.report.claims import OBSERVATION, check_claims
+from fairfl_core.report.claims import OBSERVATION, STAND_IN_EFFECT, check_claims
 from fairfl_core.report.index import claim_counts, paper_claims
 from fairfl_core.report.paper import experiment_paper_values
 from fairfl_core.report.results import load_runs
@@ -253,6 +253,9 @@ def test_one_seed_decides_nothing(tmp_path):
     assert (R.headline(runs).iloc[0][["lower σ_Acc", "higher accuracy"]] == "not decided").all()
 
 
+OUTCOMES_DECIDED = ("holds", "within noise", "fails")
+
+
 def test_stand_ins_are_compared_with_the_paper_on_direction_only(tmp_path):
     """On a stand-in the paper's numbers give the direction (holds_in_paper), never a size: whether our
     interval holds the paper's effect is left out, and the headline shows the paper's direction without its
@@ -263,13 +266,8 @@ def test_stand_ins_are_compared_with_the_paper_on_direction_only(tmp_path):
     table = R.BUNDLE.check(experiment.name, runs, aggregate(runs, METRICS), paper)
     c1 = table.set_index("claim").loc["C1: Equitable-FL has a lower σ_Acc than FedProx"]
     assert c1["paper_effect"] == pytest.approx(1.17 - 2.26) and c1["holds_in_paper"] == "holds"
-    assert c1["interval_holds_paper_effect"] in ("yes", "no")  # before: a size compared across datasets
     assert R.stand_in_datasets(runs) == {"fashion_mnist (stand-in for MNIST)"}
-    shown = R.direction_only(table, R.stand_in_datasets(runs)).set_index("claim")
-    assert shown.loc["C1: Equitable-FL has a lower σ_Acc than FedProx", "interval_holds_paper_effect"] == (
-        R.STAND_IN_EFFECT
-    )
-    assert shown["result"].equals(table.set_index("claim")["result"])  # the verdicts are untouched
+    assert c1["interval_holds_paper_effect"] == STAND_IN_EFFECT and c1["result"] in OUTCOMES_DECIDED
     row = R.headline(runs, paper).iloc[0]
     assert row["paper: lower σ_Acc"] == "holds" and row["paper: higher accuracy"] == "holds"  # 1.17 < 2.26
     assert "paper σ_Acc change %" not in row and "paper σ_Acc FedProx → Equitable-FL" not in row

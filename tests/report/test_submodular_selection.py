@@ -12,7 +12,7 @@ from fairfl_core.data import stand_ins
 from fairfl_core.experiments.profiles import get_experiment
 from fairfl_core.report import submodular_selection as R
 from fairfl_core.report.bundle import NOT_RUN
-from fairfl_core.report.claims import OBSERVATION
+from fairfl_core.report.claims import OBSERVATION, STAND_IN_EFFECT
 from fairfl_core.report.index import claim_counts, claim_outcome
 
 
@@ -345,7 +345,7 @@ def test_the_claims_table_decides_on_seeds_marks_identical_runs_and_compares_dir
     assert claim_counts(table) == {
         "holds": 6, "within noise": 8, "fails": 2, "not decided": 0, "not checked": 3
     }  # fmt: skip
-    assert (table["interval_holds_paper_effect"] == R.STAND_IN_EFFECT).all()  # a stand-in: directions only
+    assert (table["interval_holds_paper_effect"] == STAND_IN_EFFECT).all()  # a stand-in: directions only
     printed = paper["holds_in_paper"]
     assert printed["SubTrunc has a lower client dissimilarity than DivFL"] == "holds"  # 7.96 < 8.89
     assert printed["UnionFL has a lower client dissimilarity than Power-of-Choice"] == "fails"  # 8.59, 8.59
