@@ -13,6 +13,7 @@ Each paper's report module (``report/<name>.py``) registers its bundle once; a n
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,7 +124,10 @@ class Paper:
             if len(checked) < len(claims)
             else pd.DataFrame()
         ]
-        table = pd.concat([r for r in rows if not r.empty], ignore_index=True)
+        parts = [r for r in rows if not r.empty]
+        if not parts:  # an experiment without claims
+            return pd.DataFrame(columns=["experiment", "kind", "claim", "dataset", "result", "source"])
+        table = pd.concat(parts, ignore_index=True)
         return table.assign(experiment=name)[["experiment", *table.columns]]
 
     def _not_run(self, experiment: Experiment, claim: Claim) -> dict:
@@ -144,6 +148,9 @@ class Paper:
         verdict = (
             "n/a" if left is None or right is None else seed_outcome(claim.op, left, right, claim.tolerance)
         )
+        effect = claim.effect
+        if effect is None and left is not None and right is not None:
+            effect = left - right
         return {
             "kind": claim.kind,
             "claim": claim.text,
@@ -154,6 +161,7 @@ class Paper:
             "op": claim.op + (f" (±{claim.tolerance:g})" if claim.op == "≈" else ""),
             "result": NOT_RUN,
             "holds_in_paper": verdict if isinstance(verdict, str) else verdict.result,
+            "paper_effect": math.nan if effect is None else effect,
             "source": claim.source,
         }
 

@@ -112,3 +112,24 @@ def test_an_experiment_built_on_another_columns_config_names_its_own_paper_colum
 
     assert paper_dataset(get_experiment("submodular_table1_cifar10")) == "CIFAR-10"
     assert paper_dataset(get_experiment("submodular_table1_mnist")) == "MNIST"
+
+
+def test_a_table_built_on_another_config_and_claims_not_run_carry_the_papers_column_and_effect():
+    from fairfl_core.experiments.profiles import get_experiment
+    from fairfl_core.report.afga import BUNDLE as AFGA
+    from fairfl_core.report.bundle import paper_dataset
+
+    assert paper_dataset(get_experiment("afga_table2_s1")) == "CIFAR-100"
+    table = AFGA.check("afga_table2_s1", None)
+    assert (table["result"] == "not run at this profile").all() and (table["dataset"] == "CIFAR-100").all()
+    decided = table[table["holds_in_paper"].isin(["holds", "fails"])]
+    assert len(decided) and decided["paper_effect"].notna().all()  # the printed numbers' difference
+
+
+def test_an_experiment_without_claims_checks_to_an_empty_table(monkeypatch):
+    from fairfl_core.report.equitable_fl import BUNDLE as EQUITABLE
+
+    name = next(iter(EQUITABLE.experiments))
+    for key in [k for k in EQUITABLE.claim_builders if name.startswith(k)]:
+        monkeypatch.setitem(EQUITABLE.claim_builders, key, lambda experiment, runs: [])
+    assert EQUITABLE.check(name, None).empty  # not run and nothing to claim: no rows, no error
