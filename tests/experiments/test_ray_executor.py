@@ -80,6 +80,8 @@ def test_a_ray_sweep_equals_the_process_sweep_and_a_second_call_computes_nothing
         on_ray = run_sweep(configs, tmp_path / "ray", executor="ray", progress=False)
         assert [o.status for o in on_ray] == ["complete"] * 4
         assert [o.hash for o in on_ray] == [o.hash for o in process]
+        # an identical computation: the same code, shapes and kernels on this machine, one thread per run in
+        # both executors (engine.threads = 1), so compared exactly
         for a, b in zip(process, on_ray, strict=True):
             last_a = RunStore(a.result.path).records("evals")[-1]
             last_b = RunStore(b.result.path).records("evals")[-1]
