@@ -226,7 +226,10 @@ def test_claims_name_registered_methods_and_hold_in_the_papers_numbers(name):
     claims = ra.BUNDLE.claims(exp, None)
     assert claims
     assert {c.method for c in claims} | {c.than for c in claims} <= {m.label for m in exp.method_list()}
-    tables = sorted({re.match(r"Table \d+", c.source).group() for c in claims})  # each claim cites its table
+    # each claim cites its table first: a paper claim's source starts with it, then the quoted sentence; an
+    # observation names it after "the package's observation"
+    assert all(re.match(r'Table \d+, [^"]+: "', c.source) for c in claims if c.kind == "paper")
+    tables = sorted({re.search(r"Table \d+", c.source).group() for c in claims})
     data = "cifar10" if "cifar10" in name or "table9" in name else "fashion_mnist"
     runs = _runs(data, method=["FedAvg"], global_acc=[0.0])
     paper = report.paper_values(exp, runs, tuple(tables))
