@@ -130,6 +130,31 @@ def runs_header(runs: list[dict] | None) -> str:
     return f"{line}: this code's numbers versions."
 
 
+def what_ran(runs: list[dict] | None) -> str:
+    """One line on what a page's runs are: their rounds, seeds, models, datasets (stand-ins labelled),
+    partitions and client counts, each the set over the runs; several round budgets are named as such."""
+    if not runs:
+        return ""
+
+    def values(key: str) -> list[str]:
+        return sorted({str(r[key]) for r in runs if r.get(key) is not None}, key=_natural)
+
+    rounds = values("rounds")
+    parts = [
+        f"{'round budgets' if len(rounds) > 1 else 'rounds'} {', '.join(rounds)}" if rounds else "",
+        f"seeds {', '.join(values('seed'))}" if values("seed") else "",
+        f"models {', '.join(values('model'))}" if values("model") else "",
+        f"data {'; '.join(values('dataset'))}" if values("dataset") else "",
+        f"partitions {', '.join(values('partition'))}" if values("partition") else "",
+        f"clients {', '.join(values('clients'))}" if values("clients") else "",
+    ]
+    return "What ran: " + "; ".join(p for p in parts if p) + "."
+
+
+def _natural(text: str) -> tuple:
+    return (0, float(text), text) if text.replace(".", "", 1).isdigit() else (1, 0.0, text)
+
+
 def _headline(nb: NotebookFolder) -> str:
     if nb.counts is None:
         return "Claims: no claims table with an outcome column."
@@ -172,7 +197,10 @@ def markdown_index(dest: str | Path) -> str:
         where = f", commit {meta['commit']}" if "commit" in meta else ""
         params = f", parameters set: `{meta['set']}`" if meta.get("set") else ""  # reproduce.sh --set
         runs = runs_header(meta.get("runs"))
-        lines += [f"## {folder.name}", "", f"_{ran}{where}{params}._ {runs}", "", _headline(nb), ""]
+        what = what_ran(meta.get("runs"))
+        lines += [f"## {folder.name}", "", f"_{ran}{where}{params}._ {runs}", ""]
+        lines += [what, ""] if what else []
+        lines += [_headline(nb), ""]
         for csv, table in nb.main.items():
             md = csv.with_suffix(".md")
             lines.append(f"### [{csv.stem}]({folder.name}/{md.name}) ([CSV]({folder.name}/{csv.name}))")

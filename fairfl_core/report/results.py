@@ -124,8 +124,16 @@ def load_runs(results_dir: str | Path, configs: Iterable[ExperimentConfig] | Non
 LEDGER = "FAIRFL_RUN_LEDGER"
 
 
+def _plain(value: Any) -> Any:
+    """A pandas cell as JSON writes it (numpy scalars as numbers, NaN as None)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
 def _record_in_ledger(rows: pd.DataFrame) -> None:
-    """Append each run's hash, algorithm, model, numbers version and commit to the file named by
+    """Append each run's hash, algorithm, model, numbers version, commit and what ran (rounds, seed, dataset
+    with its stand-in label, partition, clients) to the file named by
     ``$FAIRFL_RUN_LEDGER``, if set: ``reproduce.sh`` sets it per notebook, so that a published page can say
     which code computed its runs (``report/publish.py``)."""
     ledger = os.environ.get(LEDGER)
@@ -140,6 +148,12 @@ def _record_in_ledger(rows: pd.DataFrame) -> None:
                 "model": row.get("config.model.name"),
                 "numbers_version": version if isinstance(version, str) else None,
                 "commit": provenance.get("git_commit") if isinstance(provenance, dict) else None,
+                # what ran, for the page's header
+                "rounds": _plain(row.get("config.train.rounds")),
+                "seed": _plain(row.get("seed")),
+                "dataset": row.get("dataset"),
+                "partition": row.get("config.data.partition"),
+                "clients": _plain(row.get("config.data.num_clients")),
             }
             f.write(json.dumps(record) + "\n")
 

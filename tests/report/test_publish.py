@@ -108,9 +108,10 @@ def test_a_page_says_which_numbers_versions_computed_its_runs(tmp_path):
     assert [r["hash"] for r in meta["runs"]] == ["h1", "h2"]  # each run once
     readme = (dest / "README.md").read_text()
     sections = {s.split("\n", 1)[0]: s for s in readme.split("## ")[1:]}
-    assert "2 runs, numbers version(s) c1.a1.m1, computed by commit abc1234: this code's" in sections[
-        "fedeba_plus"
-    ]
+    assert (
+        "2 runs, numbers version(s) c1.a1.m1, computed by commit abc1234: this code's"
+        in sections["fedeba_plus"]
+    )
     assert "computed by 2 commits (abc1234, def5678)" in sections["afga"]  # several: said so
     assert "**1 of them were computed by another numbers version than this code's**" in sections["afga"]
     assert "Numbers version not recorded" in sections["gifair_fl"]
@@ -151,3 +152,32 @@ def test_a_page_decided_by_the_former_rule_says_so(tmp_path):
     publish(reports, dest)
     assert "claims_old.csv: decided by the former rule" in (dest / "README.md").read_text()
     assert "decided by the former rule" in (dest / "index.html").read_text()
+
+
+def test_a_page_says_what_ran():
+    from fairfl_core.report.publish import what_ran
+
+    runs = [
+        {
+            "rounds": 300,
+            "seed": 0,
+            "model": "mlp",
+            "dataset": "fashion_mnist",
+            "partition": "shards",
+            "clients": 100,
+        },
+        {
+            "rounds": 400,
+            "seed": 1,
+            "model": "mlp",
+            "dataset": "fashion_mnist",
+            "partition": "shards",
+            "clients": 100,
+        },
+        {"rounds": 300, "seed": 10, "model": "mlp", "dataset": "fashion_mnist (stand-in for CIFAR-10)"},
+    ]
+    assert what_ran(runs) == (
+        "What ran: round budgets 300, 400; seeds 0, 1, 10; models mlp; "
+        "data fashion_mnist; fashion_mnist (stand-in for CIFAR-10); partitions shards; clients 100."
+    )
+    assert what_ran(None) == ""
