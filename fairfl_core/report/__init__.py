@@ -36,7 +36,7 @@ from fairfl_core.report.results import (
     with_extra_cost,
 )
 from fairfl_core.report.selection import select_a9
-from fairfl_core.report.tables import aggregate, format_mean_std, results_table, save_table
+from fairfl_core.report.tables import aggregate, caption, format_mean_std, results_table, save_table
 
 __all__ = [
     "LEFT_OUT",
@@ -45,6 +45,7 @@ __all__ = [
     "Claim",
     "Paper",
     "aggregate",
+    "caption",
     "check_claims",
     "exact_results",
     "experiment_paper_values",

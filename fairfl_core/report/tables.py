@@ -14,7 +14,17 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["METRIC_LABELS", "aggregate", "distinct_methods", "format_mean_std", "results_table", "save_table"]
+from fairfl_core.experiments.profiles import experiment_configs, get_profile
+
+__all__ = [
+    "METRIC_LABELS",
+    "aggregate",
+    "caption",
+    "distinct_methods",
+    "format_mean_std",
+    "results_table",
+    "save_table",
+]
 
 METRIC_LABELS = {
     "global_acc": "Global Acc.",
@@ -166,6 +176,19 @@ def results_table(
             for s, flag in zip(table["stand_in"], has_stand_in, strict=True)
         ]
     return table.drop(columns="stand_in").reset_index(drop=True)
+
+
+def caption(title: str, experiment: str, profile: str, seeds: Iterable[int] | None = None) -> str:
+    """``title`` and what ran at ``profile`` on this machine: the profile's description (its rounds against
+    the paper's, seeds, model, substituted or untuned settings; ``experiments.profiles``), the seeds where
+    ``seeds`` replaces the profile's, and the data set with its stand-in label and partition."""
+    chosen = get_profile(experiment, profile)
+    config = experiment_configs(experiment, profile, seeds=seeds)[0]
+    data = config.data
+    where = f"{data.name}" + (f", stand-in for {data.stand_in}" if data.stand_in else "")
+    split = f"{data.num_clients} clients, {data.partition} partition" if data.num_clients else data.partition
+    ran = f"seeds {', '.join(map(str, seeds))}; " if seeds is not None else ""
+    return f"{title} ({profile} profile: {chosen.description}; {ran}data {where}, {split})"
 
 
 def save_table(

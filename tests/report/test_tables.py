@@ -172,3 +172,14 @@ def test_a_shared_label_is_split_by_the_config_fields_that_differ_and_only_withi
         ("fashion_mnist", "FedAvg (train.lr=0.02)", 2),
         ("mnist", "FedAvg", 2),  # one setting on this dataset: its label is kept
     ]
+
+
+def test_a_caption_says_what_ran():
+    from fairfl_core.experiments.profiles import get_profile
+    from fairfl_core.report.tables import caption
+
+    text = caption("FedEBA+ Table 1", "fedeba_table1_fmnist", "quick")
+    assert text.startswith("FedEBA+ Table 1 (quick profile: ")
+    assert get_profile("fedeba_table1_fmnist", "quick").description in text  # rounds, seeds, substitutions
+    assert text.endswith("data fashion_mnist, 100 clients, shards partition)")
+    assert "seeds 0, 4;" in caption("x", "fedeba_table1_fmnist", "quick", seeds=[0, 4])
