@@ -99,8 +99,7 @@ def seed_outcome(
 ) -> Outcome:
     """The outcome of ``value op reference`` (the rule: the module docstring). Each side is a (mean, std,
     seeds) triple over seeds, or a plain number that is exact (a constant, a paper value)."""
-    sides = [(float(s[0]), float(s[1]), s[2]) if isinstance(s, tuple) else (float(s), 0.0, math.inf)
-             for s in (value, reference)]  # fmt: skip
+    sides = [_side(value), _side(reference)]
     difference = sides[0][0] - sides[1][0]
     few = [n for *_, n in sides if n < MIN_SEEDS]
     if few:
@@ -113,8 +112,7 @@ def seed_outcome(
         band, basis = 0.0, "sign (exact numbers)" if exact else "sign (equal seeds)"
         se = math.nan if exact else 0.0
     else:
-        t = float(student_t.ppf(1 - (1 - confidence) / 2, df))
-        band, basis = t * se, f"t({df:.1f})·SE, {100 * confidence:g}%"
+        band, basis = _t(df, confidence) * se, f"t({df:.1f})·SE, {100 * confidence:g}%"
     if margin > band or (margin == band == 0 and op in INCLUSIVE):
         result = "holds"
     elif margin < -band or band == 0:
@@ -131,8 +129,20 @@ def interval(outcome: Outcome, confidence: float = CONFIDENCE) -> tuple[float, f
         return math.nan, math.nan
     if outcome.se == 0:
         return outcome.difference, outcome.difference
-    half = float(student_t.ppf(1 - (1 - confidence) / 2, outcome.df)) * outcome.se
+    half = _t(outcome.df, confidence) * outcome.se
     return outcome.difference - half, outcome.difference + half
+
+
+def _side(side: Side) -> tuple[float, float, float]:
+    """(mean, std, seeds) of a side; an exact number has std 0 and infinitely many seeds."""
+    return (
+        (float(side[0]), float(side[1]), side[2]) if isinstance(side, tuple) else (float(side), 0.0, math.inf)
+    )
+
+
+def _t(df: float, confidence: float) -> float:
+    """Student's t quantile of a two-sided ``confidence`` band with ``df`` degrees of freedom."""
+    return float(student_t.ppf(1 - (1 - confidence) / 2, df))
 
 
 @dataclass(frozen=True)
