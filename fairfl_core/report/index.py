@@ -238,6 +238,14 @@ def former_rule_note(tables: list[str]) -> str:
     )
 
 
+FORMER_BASES = ("2·SE", "sign (no SE)")  # the bases the former rule wrote (report.claims before Welch)
+
+
+def _former_rule(table: pd.DataFrame) -> bool:
+    """Whether a claims table was decided by the former rule: a basis it alone wrote."""
+    return "basis" in table.columns and bool(table["basis"].astype(str).isin(FORMER_BASES).any())
+
+
 class NotebookFolder:
     """One notebook folder's files, sorted into claims, main and other tables, and figures."""
 
@@ -255,10 +263,7 @@ class NotebookFolder:
         self.unreadable = [c.name for c, n in zip(self.claims, counted, strict=True) if n is None]
         readable = [n for n in counted if n is not None]
         self.counts = {o: sum(n[o] for n in readable) for o in OUTCOMES} if readable else None
-        # seed-decided claims tables written before the Welch rule carry an "se" column but no "df"
-        self.former_rule = [
-            c.name for c, t in self.claims.items() if "se" in t.columns and "df" not in t.columns
-        ]
+        self.former_rule = [c.name for c, t in self.claims.items() if _former_rule(t)]
 
     def headline(self) -> str:
         if not self.claims:

@@ -149,8 +149,11 @@ def test_a_page_decided_by_the_former_rule_says_so(tmp_path):
     _notebook(reports / "afga", "ok")
     old = pd.DataFrame({"claim": ["a"], "result": ["holds"], "se": [0.5], "basis": ["2·SE"]})
     save_table(old, reports / "afga", "claims_old")
+    new = pd.DataFrame({"claim": ["a"], "result": ["holds"], "se": [0.5], "basis": ["Spearman over 9 runs"]})
+    save_table(new, reports / "afga", "claims_new")  # a table of today's rule without a df column
     publish(reports, dest)
     assert "claims_old.csv: decided by the former rule" in (dest / "README.md").read_text()
+    assert "claims_new.csv: decided" not in (dest / "README.md").read_text()
     assert "decided by the former rule" in (dest / "index.html").read_text()
 
 
