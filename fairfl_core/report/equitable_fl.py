@@ -144,8 +144,6 @@ def stand_in_datasets(runs: pd.DataFrame) -> set[str]:
     return set(runs.loc[flagged, "dataset"])
 
 
-
-
 def headline(runs: pd.DataFrame, paper: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per dataset: is Equitable-FL's σ_Acc lower than FedProx's and its accuracy higher (§5.3: it
     "significantly outperforms other baselines"), with an NMI close to 1 (≥ 0.9)? Seed-aware outcomes

@@ -40,10 +40,13 @@ from fairfl_core.report.claims import OBSERVATION
 __all__ = [
     "OPEN_ROWS",
     "OUTCOMES",
+    "SMOKE_NOTE",
+    "SMOKE_OUTCOME",
     "NotebookFolder",
     "claim_counts",
     "claim_outcome",
     "paper_claims",
+    "undecided",
     "write_index",
 ]
 
@@ -142,13 +145,27 @@ def _link(path: Path, root: Path, text: str | None = None) -> str:
     return f'<a href="{html.escape(rel)}">{html.escape(text or path.name)}</a>'
 
 
-def _status(folder: Path) -> tuple[str, str]:
+def _status_file(folder: Path) -> dict:
     f = folder / "status.json"
-    if not f.exists():
+    return json.loads(f.read_text()) if f.exists() else {}
+
+
+def _status(folder: Path) -> tuple[str, str]:
+    s = _status_file(folder)
+    if not s:
         return "unknown", "not run by reproduce.sh"
-    s = json.loads(f.read_text())
     seconds = f" in {s['seconds']} s" if "seconds" in s else ""
     return s["status"], f"{s['status']}{seconds}"
+
+
+SMOKE_OUTCOME = "not decided (smoke)"
+SMOKE_NOTE = "smoke checks the pipeline, not the papers: no claim is decided at this profile"
+
+
+def undecided(table: pd.DataFrame) -> pd.DataFrame:
+    """A claims table with every outcome cell :data:`SMOKE_OUTCOME` (a smoke page decides nothing)."""
+    column = _outcome_column(table)
+    return table if column is None else table.assign(**{column: SMOKE_OUTCOME})
 
 
 def _outcome_class(outcome: str) -> str:
@@ -230,11 +247,12 @@ def _figure(png: Path, root: Path) -> str:
 
 
 def former_rule_note(tables: list[str]) -> str:
-    """What a page must say when its claims tables were decided by the former rule."""
+    """What a page must say when its claims tables were decided by the former rule (never counted)."""
     return (
         f"{', '.join(tables)}: decided by the former rule (a 2·SE band under a normal approximation, one "
-        "seed decided by its sign, the package's observations counted): not comparable with today's rule "
-        "(report.claims: Welch's t at 95 %, at least 3 seeds a side); rerun the notebook to republish them."
+        "seed decided by its sign, the package's observations counted), so not counted here: not comparable "
+        "with today's rule (report.claims: Welch's t at 95 %, at least 3 seeds a side); rerun the notebook "
+        "to republish them."
     )
 
 
@@ -242,8 +260,10 @@ FORMER_BASES = ("2·SE", "sign (no SE)")  # the bases the former rule wrote (rep
 
 
 def _former_rule(table: pd.DataFrame) -> bool:
-    """Whether a claims table was decided by the former rule: a basis it alone wrote."""
-    return "basis" in table.columns and bool(table["basis"].astype(str).isin(FORMER_BASES).any())
+    """Whether a claims table was decided by the former rule: no ``kind`` column (today's rule writes one:
+    paper claim or the package's observation) or a basis the former rule alone wrote."""
+    former_basis = "basis" in table.columns and table["basis"].astype(str).isin(FORMER_BASES).any()
+    return "kind" not in table.columns or bool(former_basis)
 
 
 class NotebookFolder:
@@ -252,28 +272,36 @@ class NotebookFolder:
     def __init__(self, folder: Path):
         self.folder = folder
         self.status = _status(folder)
+        self.smoke = _status_file(folder).get("profile") == "smoke"
         self.tables = {csv: _read(csv) for csv in sorted(folder.glob("*.csv"))}
+        if self.smoke:
+            self.tables = {c: undecided(t) if _is_claims(t) else t for c, t in self.tables.items()}
         self.claims = {c: t for c, t in self.tables.items() if _is_claims(t)}
+        self.former_rule = [c.name for c, t in self.claims.items() if _former_rule(t)]
         main = [c for c, t in self.tables.items() if c not in self.claims and _is_main(t)]
         # real data first, stand-ins after (a stand-in table has a "stand-in" column)
         self.main = {c: self.tables[c] for c in sorted(main, key=lambda c: "stand-in" in self.tables[c])}
         self.other = {c: t for c, t in self.tables.items() if c not in self.claims and c not in self.main}
         self.figures = sorted(folder.glob("*.png"))
-        counted = [claim_counts(t) for t in self.claims.values()]
-        self.unreadable = [c.name for c, n in zip(self.claims, counted, strict=True) if n is None]
-        readable = [n for n in counted if n is not None]
+        counted = {c: claim_counts(t) for c, t in self.claims.items()}
+        self.unreadable = [c.name for c, n in counted.items() if n is None]
+        readable = [n for c, n in counted.items() if n is not None and c.name not in self.former_rule]
         self.counts = {o: sum(n[o] for n in readable) for o in OUTCOMES} if readable else None
-        self.former_rule = [c.name for c, t in self.claims.items() if _former_rule(t)]
+        self.counted = [
+            c.name for c, n in counted.items() if n is not None and c.name not in self.former_rule
+        ]
 
     def headline(self) -> str:
         if not self.claims:
             return '<p class="headline">Claims: no claims table.</p>'
         parts = []
         if self.counts is not None:
-            sources = ", ".join(c.name for c in self.claims if c.name not in self.unreadable)
+            sources = ", ".join(self.counted)
             parts.append(
                 f"Claims: {_badges(self.counts)} <span class='links'>(from {html.escape(sources)})</span>"
             )
+        if self.smoke:
+            parts.append(html.escape(SMOKE_NOTE))
         if self.unreadable:
             parts.append(
                 f"{html.escape(', '.join(self.unreadable))}: no outcome column "
@@ -325,10 +353,11 @@ class NotebookFolder:
     def summary_row(self) -> str:
         status, text = self.status
         name = html.escape(self.folder.name)
+        former = " (former rule)" if self.former_rule else ""
         counts = (
             "".join(f'<td class="num">{self.counts[o]}</td>' for o in OUTCOMES)
             if self.counts
-            else f'<td colspan="{len(OUTCOMES)}">no claims counted</td>'
+            else f'<td colspan="{len(OUTCOMES)}">no claims counted{former}</td>'
         )
         return (
             f'<tr><td><a href="#{name}">{name}</a></td>'

@@ -22,7 +22,14 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from fairfl_core.report.index import OPEN_ROWS, OUTCOMES, NotebookFolder, former_rule_note, write_index
+from fairfl_core.report.index import (
+    OPEN_ROWS,
+    OUTCOMES,
+    SMOKE_NOTE,
+    NotebookFolder,
+    former_rule_note,
+    write_index,
+)
 
 __all__ = ["KEPT", "markdown_index", "publish"]
 
@@ -156,14 +163,16 @@ def _natural(text: str) -> tuple:
 
 
 def _headline(nb: NotebookFolder) -> str:
+    former = f"**{former_rule_note(nb.former_rule)}**" if nb.former_rule else ""
     if nb.counts is None:
-        return "Claims: no claims table with an outcome column."
+        return former or "Claims: no claims table with an outcome column."
     counts = ", ".join(
         f"**{nb.counts[o]}** {o}" for o in OUTCOMES if o not in ("not decided", "not checked") or nb.counts[o]
     )
-    tables = ", ".join(c.name for c in nb.claims if c.name not in nb.unreadable)
-    line = f"Claims of the paper: {counts} (from {tables})."
-    return f"{line} **{former_rule_note(nb.former_rule)}**" if nb.former_rule else line
+    line = f"Claims of the paper: {counts} (from {', '.join(nb.counted)})."
+    if nb.smoke:
+        line += f" {SMOKE_NOTE[0].upper()}{SMOKE_NOTE[1:]}."
+    return f"{line} {former}" if former else line
 
 
 def _markdown_table(md: Path) -> str:

@@ -105,13 +105,15 @@ def test_headline_counts_every_claims_table_of_a_notebook(tmp_path):
     nb = tmp_path / "paper"
     nb.mkdir()
     outcomes = ["holds", "holds", "within noise", "within noise", "fails", "missing"]
-    pd.DataFrame({"claim": [f"claim {i}" for i in range(6)], "result": outcomes}).to_csv(
+    pd.DataFrame({"kind": "paper", "claim": [f"claim {i}" for i in range(6)], "result": outcomes}).to_csv(
         nb / "claims.csv", index=False
     )
-    pd.DataFrame({"claim": ["C11", "C12"], "value": [-0.5, 2.0], "holds": [True, False]}).to_csv(
-        nb / "lambda_claims.csv", index=False
+    pd.DataFrame(
+        {"kind": "paper", "claim": ["C11", "C12"], "value": [-0.5, 2.0], "holds": [True, False]}
+    ).to_csv(nb / "lambda_claims.csv", index=False)
+    pd.DataFrame({"kind": "paper", "claim": ["toy"], "value": [1.0]}).to_csv(
+        nb / "toy_claims.csv", index=False
     )
-    pd.DataFrame({"claim": ["toy"], "value": [1.0]}).to_csv(nb / "toy_claims.csv", index=False)
 
     page = write_index(tmp_path).read_text()
     headline = page[page.index('<p class="headline">') :]
@@ -181,3 +183,40 @@ def test_the_packages_observations_are_never_counted():
     assert claim_counts(table)["holds"] == 1 and claim_counts(table)["fails"] == 1
     kinds = table.assign(kind=["paper", "observation", "paper", "paper"])  # kind, when present, decides
     assert claim_counts(kinds)["holds"] == 2
+
+
+def _claims_page(folder, profile, basis):
+    folder.mkdir(parents=True)
+    (folder / "status.json").write_text(json.dumps({"status": "ok", "seconds": 1, "profile": profile}))
+    pd.DataFrame(
+        {
+            "kind": "paper",
+            "claim": ["a", "b"],
+            "result": ["holds", "fails"],
+            "source": "Table 1",
+            "basis": basis,
+        }
+    ).to_csv(folder / "claims.csv", index=False)
+
+
+def test_a_smoke_page_decides_no_claim(tmp_path):
+    """Issue "Verdicts a reader can trust" item 8: smoke checks the pipeline, its pages decide nothing."""
+    from fairfl_core.report.index import SMOKE_OUTCOME, NotebookFolder
+
+    _claims_page(tmp_path / "smoke" / "afga", "smoke", "Welch t, df 4.0")
+    _claims_page(tmp_path / "quick" / "afga", "quick", "Welch t, df 4.0")
+    smoke, quick = NotebookFolder(tmp_path / "smoke" / "afga"), NotebookFolder(tmp_path / "quick" / "afga")
+    assert smoke.counts == {"holds": 0, "within noise": 0, "fails": 0, "not decided": 2, "not checked": 0}
+    assert quick.counts["holds"] == 1 and quick.counts["fails"] == 1
+    page = write_index(tmp_path / "smoke").read_text()
+    assert page.count(SMOKE_OUTCOME) == 2 and 'class="o-holds"' not in page and 'class="o-fails"' not in page
+
+
+def test_claims_decided_by_the_former_rule_are_shown_and_never_counted(tmp_path):
+    from fairfl_core.report.index import NotebookFolder
+
+    _claims_page(tmp_path / "quick" / "gifair_fl", "quick", "2·SE")
+    page = NotebookFolder(tmp_path / "quick" / "gifair_fl")
+    assert page.counts is None and page.former_rule == ["claims.csv"]
+    assert "so not counted here" in page.headline()
+    assert "no claims counted (former rule)" in page.summary_row()

@@ -23,7 +23,9 @@ def _notebook(folder, status, commit="abc1234", set=""):
     )
     save_table(main, folder, "table1", caption="Table 1")
     save_table(
-        pd.DataFrame({"claim": ["a", "b", "c"], "outcome": ["holds", "within noise", "fails"]}),
+        pd.DataFrame(
+            {"kind": "paper", "claim": ["a", "b", "c"], "outcome": ["holds", "within noise", "fails"]}
+        ),
         folder,
         "claims",
     )
@@ -149,11 +151,17 @@ def test_a_page_decided_by_the_former_rule_says_so(tmp_path):
     _notebook(reports / "afga", "ok")
     old = pd.DataFrame({"claim": ["a"], "result": ["holds"], "se": [0.5], "basis": ["2·SE"]})
     save_table(old, reports / "afga", "claims_old")
-    new = pd.DataFrame({"claim": ["a"], "result": ["holds"], "se": [0.5], "basis": ["Spearman over 9 runs"]})
+    new = pd.DataFrame(
+        {"kind": "paper", "claim": ["a"], "result": ["holds"], "basis": ["Spearman over 9 runs"]}
+    )
     save_table(new, reports / "afga", "claims_new")  # a table of today's rule without a df column
     publish(reports, dest)
-    assert "claims_old.csv: decided by the former rule" in (dest / "README.md").read_text()
-    assert "claims_new.csv: decided" not in (dest / "README.md").read_text()
+    readme = (dest / "README.md").read_text()
+    assert "claims_old.csv: decided by the former rule" in readme and "so not counted here" in readme
+    assert "claims_new.csv: decided" not in readme
+    assert (
+        "**2** holds, **1** within noise, **1** fails (from claims.csv, claims_new.csv)" in readme
+    )  # not old
     assert "decided by the former rule" in (dest / "index.html").read_text()
 
 
