@@ -10,7 +10,7 @@ Typical use in a notebook::
 """
 
 from fairfl_core.report.bundle import PAPERS, Paper, get_paper, paper_rows, register_paper
-from fairfl_core.report.claims import PAPER, Claim, check_claims, exact_results
+from fairfl_core.report.claims import PAPER, Claim, check_claims, claims_caption, exact_results
 from fairfl_core.report.figures import (
     plot_accuracy_vs_fairness,
     plot_client_accuracy,
@@ -47,6 +47,7 @@ __all__ = [
     "aggregate",
     "caption",
     "check_claims",
+    "claims_caption",
     "exact_results",
     "experiment_paper_values",
     "format_mean_std",

@@ -40,7 +40,9 @@ __all__ = [
     "PAPER",
     "Claim",
     "Outcome",
+    "RULE",
     "check_claims",
+    "claims_caption",
     "exact_results",
     "interval",
     "seed_outcome",
@@ -53,6 +55,18 @@ CONFIDENCE = 0.95  # two-sided confidence of the band t·SE
 NOT_DECIDED = "not decided"
 OBSERVATION = "the package's observation"  # a claim's source when the paper does not state it
 STAND_IN_EFFECT = "n/a (stand-in: direction only)"  # a stand-in's numbers are not the paper dataset's
+RULE = (
+    f"a verdict needs {MIN_SEEDS} seeds a side (Welch's t at 95 %, each row's df and interval beside it); "
+    "with fewer the claim is not decided; only the paper's claims (quoted, with their place) count in a "
+    "headline, the package's observations are listed apart; what each experiment ran is its table's caption"
+)
+
+
+def claims_caption(title: str, profile: str) -> str:
+    """The caption of a claims table: ``title``, the profile and the decision rule (:data:`RULE`)."""
+    smoke = "; smoke checks the pipeline and decides no claim" if profile == "smoke" else ""
+    return f"{title} ({profile} profile; {RULE}{smoke})"
+
 
 # the claim's margin (positive: the predicate holds) from (difference = value - reference, tolerance)
 OPS: dict[str, Callable[[float, float], float]] = {

@@ -30,6 +30,7 @@ import pandas as pd
 
 from fairfl_core import metrics
 from fairfl_core.algorithms.fedeba import figure1_toy, toy_losses
+from fairfl_core.algorithms.fedeba_plus import FedEBAPlusHyper
 from fairfl_core.experiments.papers.fedeba_plus import FEDAVG_MATCHED, FEDEBA_MATCHED
 from fairfl_core.experiments.profiles import Experiment, get_experiment
 from fairfl_core.experiments.store import RunStore
@@ -55,6 +56,7 @@ __all__ = [
     "table1_claims",
     "theta_claims",
     "with_acc_area",
+    "with_reading",
 ]
 
 # -- the paper's sentences (copied from its text; "§6" is "6 Numerical Results") -----------------------------
@@ -187,6 +189,24 @@ def _better(experiment: Experiment, name: str, method: str, than: str, source: s
         )
         for m in metrics_
     ]
+
+
+READING = "g̃ units (Eqs. 10–11)"  # the column that names each FedEBA+ row's reading (docs/readings.md)
+UNITS = {"update": "update (the default)", "gradient": "literal Eq. 11"}
+
+
+def with_reading(table: pd.DataFrame, experiment: Experiment) -> pd.DataFrame:
+    """``table`` with the column :data:`READING` after ``method``: the units of g̃ that each FedEBA+ row
+    (algorithm ``fedeba+``, at any profile) ran with, blank for every other row."""
+    methods = [*experiment.method_list(), *(m for p in experiment.profiles.values() for m in p.methods or ())]
+    units = {
+        m.label: UNITS[m.params.get("fair_grad_units", FedEBAPlusHyper.fair_grad_units)]
+        for m in methods
+        if m.algorithm == "fedeba+"
+    }
+    out = table.drop(columns=READING, errors="ignore")  # a copy
+    out.insert(list(out.columns).index("method") + 1, READING, [units.get(m, "") for m in out["method"]])
+    return out
 
 
 def with_acc_area(runs: pd.DataFrame) -> pd.DataFrame:

@@ -178,17 +178,33 @@ def results_table(
     return table.drop(columns="stand_in").reset_index(drop=True)
 
 
-def caption(title: str, experiment: str, profile: str, seeds: Iterable[int] | None = None) -> str:
+def caption(
+    title: str, experiment: str | Sequence[str], profile: str, seeds: Iterable[int] | None = None
+) -> str:
     """``title`` and what ran at ``profile`` on this machine: the profile's description (its rounds against
     the paper's, seeds, model, substituted or untuned settings; ``experiments.profiles``), the seeds where
-    ``seeds`` replaces the profile's, and the data set with its stand-in label and partition."""
+    ``seeds`` replaces the profile's, and the data set with its stand-in label and partition. A table of
+    several experiments names each one's."""
+    if not isinstance(experiment, str):
+        names = list(dict.fromkeys(experiment))
+        if len(names) != 1:
+            return (
+                f"{title} ({profile} profile; "
+                + "; ".join(f"{n}: {_what_ran(n, profile, seeds)}" for n in names)
+                + ")"
+            )
+        experiment = names[0]
+    return f"{title} ({profile} profile: {_what_ran(experiment, profile, seeds)})"
+
+
+def _what_ran(experiment: str, profile: str, seeds: Iterable[int] | None) -> str:
     chosen = get_profile(experiment, profile)
     config = experiment_configs(experiment, profile, seeds=seeds)[0]
     data = config.data
     where = f"{data.name}" + (f", stand-in for {data.stand_in}" if data.stand_in else "")
     split = f"{data.num_clients} clients, {data.partition} partition" if data.num_clients else data.partition
     ran = f"seeds {', '.join(map(str, seeds))}; " if seeds is not None else ""
-    return f"{title} ({profile} profile: {chosen.description}; {ran}data {where}, {split})"
+    return f"{chosen.description}; {ran}data {where}, {split}"
 
 
 def save_table(

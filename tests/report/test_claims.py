@@ -246,3 +246,12 @@ def test_a_claim_says_whether_our_interval_holds_the_papers_effect(agg3):
 def test_the_packages_observations_are_marked():
     assert Claim("x", "var", "A", "<", "B", source=f"{OBSERVATION}: a control").kind == "observation"
     assert Claim("x", "var", "A", "<", "B", source='§5: "A is fairer"').kind == "paper"
+
+
+def test_a_claims_caption_states_the_rule_and_smoke_decides_nothing():
+    from fairfl_core.report.claims import MIN_SEEDS, RULE, claims_caption
+
+    quick = claims_caption("FedEBA+ Table 1 claims", "quick")
+    assert quick == f"FedEBA+ Table 1 claims (quick profile; {RULE})"
+    assert f"{MIN_SEEDS} seeds a side" in RULE and "Welch's t at 95 %" in RULE
+    assert claims_caption("x", "smoke").endswith("; smoke checks the pipeline and decides no claim)")

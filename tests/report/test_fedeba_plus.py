@@ -288,3 +288,17 @@ def test_appendix_claims():
     stand_in = _claims("fedeba_table13_noise_cifar10", STAND_IN, ra.BUNDLE)
     assert {c.kind for c in stand_in} == {"observation"}
     assert {c.kind for c in _claims("fedeba_table13_noise_fmnist", bundle=ra.BUNDLE)} == {"paper"}
+
+
+def test_every_fedeba_plus_row_names_its_reading_of_g_tilde():
+    from fairfl_core.report.fedeba_plus import READING, with_reading
+
+    experiment = get_experiment("fedeba_table1_fmnist")
+    table = pd.DataFrame({"method": ["FedAvg", "FedEBA+", "FedEBA+ (literal Eq. 11 units, α=0.3)"], "x": 1})
+    out = with_reading(table, experiment)
+    assert list(out.columns) == ["method", READING, "x"]
+    assert list(out[READING]) == ["", "update (the default)", "literal Eq. 11"]
+    sensitivity = with_reading(
+        pd.DataFrame({"method": ["FedEBA+ α=0, τ=0.1"]}), get_experiment("fedeba_table16_sensitivity")
+    )
+    assert list(sensitivity[READING]) == ["update (the default)"]

@@ -183,3 +183,15 @@ def test_a_caption_says_what_ran():
     assert get_profile("fedeba_table1_fmnist", "quick").description in text  # rounds, seeds, substitutions
     assert text.endswith("data fashion_mnist, 100 clients, shards partition)")
     assert "seeds 0, 4;" in caption("x", "fedeba_table1_fmnist", "quick", seeds=[0, 4])
+
+
+def test_a_caption_of_several_experiments_names_what_each_ran():
+    from fairfl_core.experiments.papers.fedeba_plus import QUICK_BUDGETS
+    from fairfl_core.report.tables import caption
+
+    one = caption("T", ["fedeba_table1_fmnist", "fedeba_table1_fmnist"], "quick")
+    assert one == caption("T", "fedeba_table1_fmnist", "quick")
+    two = caption("T", ["fedeba_table1_fmnist", "fedeba_table9_mlp"], "quick")
+    assert two.startswith("T (quick profile; fedeba_table1_fmnist: real Fashion-MNIST")
+    assert "; fedeba_table9_mlp: " in two and "300 of the 2000 rounds" in two and "400 of the 2000" in two
+    assert QUICK_BUDGETS in two  # two round budgets in one profile: the caption says why
