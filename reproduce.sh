@@ -2,7 +2,7 @@
 # Reproduce every paper notebook at one profile and build an HTML index of the results.
 #
 #   ./reproduce.sh [--profile smoke|quick|paper] [--only NAME] [--device DEV] [--workers N] [--publish]
-#                  [--set NAME=VALUE ...] [--no-setup]
+#                  [--set NAME=VALUE ...] [--from-archive] [--no-setup]
 #
 #   --profile  smoke: seconds per notebook (CI); quick: shorter faithful runs on a 2-core CPU;
 #              paper: the papers' rounds and seeds (default: smoke)
@@ -14,7 +14,10 @@
 #   --set      set a notebook parameter (its first cell) to a YAML value in every notebook run, e.g.
 #              --only fedeba_plus --set 'columns=[FashionMNIST]'; a notebook without that parameter gets it too
 #   --publish  also copy the tables (CSV, Markdown) and figures (PNG) of each notebook that succeeded into
-#              the tracked folder published/<profile>/ and rewrite its README.md and index.html (commit them)
+#              the tracked folder published/<profile>/ and rewrite its README.md and index.html, and pack the
+#              finished runs into published/<profile>/runs/<experiment>.tar.xz (commit them)
+#   --from-archive  unpack published/<profile>/runs/*.tar.xz into results/<profile>/ and build the pages
+#              from them without computing anything; a notebook that lacks runs fails, naming them
 #   --no-setup skip scripts/setup.sh (the environment and data are already prepared, e.g. in CI)
 #
 # Sets up .venv and the offline data (scripts/setup.sh), then executes each notebooks/*.ipynb with papermill:
@@ -25,7 +28,7 @@
 set -uo pipefail
 cd "$(dirname "$0")"
 
-profile=smoke only="" device=auto setup=1 publish=0 pool=() params=() sets=()
+profile=smoke only="" device=auto setup=1 publish=0 from_archive=0 pool=() params=() sets=()
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -39,6 +42,7 @@ while [ $# -gt 0 ]; do
       [[ "${2:-}" =~ ^[A-Za-z_][A-Za-z0-9_]*=. ]] || { echo "reproduce.sh: --set needs NAME=VALUE (a notebook parameter and its YAML value), e.g. --set 'columns=[FashionMNIST]'" >&2; exit 2; }
       params+=(-y "${2%%=*}: ${2#*=}"); sets+=("$2"); shift 2 ;;
     --publish) publish=1; shift ;;
+    --from-archive) from_archive=1; shift ;;
     --no-setup) setup=0; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "reproduce.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
@@ -62,6 +66,13 @@ fi
 
 reports="reports/$profile"
 mkdir -p "$reports" "results/$profile"
+if [ "$from_archive" = 1 ]; then
+  archives=(published/"$profile"/runs/*.tar.xz)
+  [ -e "${archives[0]}" ] || { echo "reproduce.sh: --from-archive: no archive under published/$profile/runs/" >&2; exit 2; }
+  .venv/bin/python -m fairfl_core.cli archive unpack --profile "$profile" "${archives[@]}" \
+    || { echo "reproduce.sh: --from-archive: could not unpack the archives; nothing was run" >&2; exit 1; }
+  export FAIRFL_FROM_ARCHIVE=1
+fi
 ran=() failed=()
 for notebook in notebooks/*.ipynb; do
   [ -e "$notebook" ] || continue
@@ -104,6 +115,7 @@ fi
 .venv/bin/python -m fairfl_core.report.index "$reports" >/dev/null || failed+=("index.html")
 if [ "$publish" = 1 ]; then
   .venv/bin/python -m fairfl_core.report.publish "$reports" "published/$profile" || failed+=("publish")
+  .venv/bin/python -m fairfl_core.cli archive pack --profile "$profile" || failed+=("archive")
 fi
 echo "reproduce.sh: ${#ran[@]} notebook(s) in $(( $(date +%s) - start_all ))s; index: $reports/index.html"
 if [ ${#failed[@]} -gt 0 ]; then

@@ -1,4 +1,4 @@
-"""``fairfl`` command line: run, sweep, summarize, prepare-data, flower-sim, flower-clientapp.
+"""``fairfl`` command line: run, sweep, summarize, archive, prepare-data, flower-sim, flower-clientapp.
 
 Bad input (a config, a flag, a file of a results directory or of the data root) is reported as one line
 ``fairfl: error: ...`` naming the field or file and the fix, with exit status 2; warnings (e.g. a corrupt
@@ -126,6 +126,37 @@ def cmd_summarize(args) -> int:
     return 0
 
 
+def cmd_archive(args) -> int:
+    from fairfl_core.experiments import archive
+    from fairfl_core.experiments.profiles import EXPERIMENTS
+
+    if args.action == "pack":
+        names = args.names or sorted(EXPERIMENTS)
+        for name in names:
+            packed = archive.pack(name, args.profile, args.results or f"results/{args.profile}", args.root)
+            if packed is not None:
+                path, n, of = packed
+                print(f"{path}: {n} of {of} runs ({path.stat().st_size / 1e3:.0f} kB)")
+            elif args.names:
+                print(f"{name}: no finished run at profile {args.profile!r} to archive", file=sys.stderr)
+        return 0
+    paths = args.names
+    if not paths:
+        raise ValueError(f"archive {args.action}: name the archive files, e.g. published/quick/runs/*.tar.xz")
+    if args.action == "list":
+        for path in paths:
+            profile, experiment, runs = archive.read_manifest(path)
+            print(f"{path}: {experiment} at {profile}, {len(runs)} runs")
+            for r in runs:
+                print(f"  {r.hash}  {r.label}  seed {r.seed}  numbers {r.numbers_version}")
+        return 0
+    done, notes = archive.unpack(paths, args.results or f"results/{args.profile}", args.profile)
+    for note in notes:
+        print(f"fairfl: {note}", file=sys.stderr)
+    print(f"unpacked {done} run(s) into {args.results or f'results/{args.profile}'}")
+    return 0
+
+
 def cmd_prepare_data(args) -> int:
     from fairfl_core.data.prepare import prepare_offline_data
 
@@ -192,6 +223,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--metrics", default=None, help="comma-separated summary keys")
     p.add_argument("--format", default="markdown", choices=["markdown", "csv"])
     p.set_defaults(func=cmd_summarize)
+    p = sub.add_parser("archive", help="pack, unpack or list run archives (published/<profile>/runs/)")
+    actions = p.add_subparsers(dest="action", required=True)
+    for action, names in (
+        ("pack", "experiments (default: every one with finished runs)"),
+        ("unpack", "archive files, e.g. published/quick/runs/*.tar.xz"),
+        ("list", "archive files"),
+    ):
+        a = actions.add_parser(action, help=f"{action} run archives")
+        a.add_argument("names", nargs="*", help=names)
+        a.add_argument("--profile", default="quick", choices=["smoke", "quick", "paper"])
+        a.add_argument("--results", default=None, help="results directory (default: results/<profile>)")
+        a.add_argument("--root", default="published", help="where <profile>/runs/ is (default: published)")
+        a.set_defaults(func=cmd_archive)
     p = sub.add_parser("prepare-data", help="fetch/check the datasets that work offline")
     p.add_argument("--root", default=None, help="data root (default: $FAIRFL_DATA or ~/.cache/fairfl)")
     p.set_defaults(func=cmd_prepare_data)

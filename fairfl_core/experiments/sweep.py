@@ -19,7 +19,9 @@ never scheduled, so a sweep killed at any moment and started again recomputes no
 the others from their checkpoints (:mod:`fairfl_core.experiments.runner`). A pool worker exits when the
 sweep's process dies, even by SIGKILL. A run that raises is reported as ``failed`` with its config hash and
 error, and the sweep carries on. Configs of one run (equal hashes: one setting reported under two labels) run
-once. Tables of the results: :mod:`fairfl_core.report`.
+once. With ``$FAIRFL_FROM_ARCHIVE`` set (``reproduce.sh --from-archive``) a sweep computes nothing: it
+raises :class:`RunsMissing`, naming the runs its results directory lacks. Tables of the results:
+:mod:`fairfl_core.report`.
 """
 
 from __future__ import annotations
@@ -45,7 +47,13 @@ from fairfl_core.experiments.runner import RunResult, cached_run, parse_device, 
 from fairfl_core.experiments.store import writable_results_dir
 from fairfl_core.sim.rows import RowsBatcher
 
-__all__ = ["EXECUTORS", "SweepOutcome", "expand_sweep", "run_sweep"]
+__all__ = ["EXECUTORS", "FROM_ARCHIVE", "RunsMissing", "SweepOutcome", "expand_sweep", "run_sweep"]
+
+FROM_ARCHIVE = "FAIRFL_FROM_ARCHIVE"  # set: sweeps only reuse finished runs (reproduce.sh --from-archive)
+
+
+class RunsMissing(RuntimeError):
+    """A sweep that may not compute (:data:`FROM_ARCHIVE`) lacks finished runs."""
 
 
 @dataclass
@@ -271,6 +279,12 @@ def run_sweep(
         distinct.setdefault(config_hash(c), c)
     done = {h: cached_run(c, results_dir) for h, c in distinct.items()}  # finished runs are never scheduled
     todo = [c for h, c in distinct.items() if done[h] is None]
+    if todo and os.environ.get(FROM_ARCHIVE):
+        missing = [f"{c.name} seed {c.seed} ({config_hash(c)})" for c in todo]
+        raise RunsMissing(
+            f"{len(todo)} of {len(distinct)} runs are not in {results_dir} (from the archive): "
+            f"{', '.join(missing)}; run without --from-archive to compute them"
+        )
     outcomes = (
         EXECUTORS[executor](todo, str(results_dir), progress, device, workers, **options) if todo else []
     )
