@@ -1,5 +1,5 @@
 """Seaborn figures of results: learning curves, per-client accuracy distributions, accuracy vs fairness,
-hyperparameter sweeps; saved as PNG and PDF.
+hyperparameter sweeps; saved as PNG and PDF, with a caption of what ran under the figure.
 
 Figures are built as ``matplotlib.figure.Figure`` objects without pyplot, so they render with the Agg
 backend anywhere (scripts, tests, papermill) and still display inline in Jupyter. Every title starts with
@@ -324,8 +324,47 @@ def plot_sweep(
     return fig
 
 
-def save_figure(fig: Figure, out_dir: str | Path, name: str, dpi: int = 150) -> list[Path]:
-    """Save ``fig`` as ``<name>.png`` and ``<name>.pdf`` under ``out_dir``; returns both paths."""
+_CAPTION_GID = "fairfl-caption"  # marks the caption text that save_figure draws, to replace it on a resave
+_CAPTION_CHAR_IN = 0.055  # width of one caption character at 7 pt, inches
+
+
+def _draw_caption(fig: Figure, caption: str) -> None:
+    """Lay ``fig`` out and draw ``caption`` wrapped under everything on it (axis labels, legends below the
+    panels), left-aligned with it and as wide as it; a caption drawn before is replaced, not doubled.
+
+    ``bbox_inches="tight"`` (``savefig``, Jupyter's inline display) enlarges the figure's box to take the
+    caption in, and a legend anchored to that box (``loc="outside ..."``) would follow it onto the caption:
+    such legends are pinned to the figure as it is, and the layout is kept from then on (a layout engine
+    would no longer leave room for a pinned legend)."""
+    for text in [t for t in fig.texts if t.get_gid() == _CAPTION_GID]:
+        text.remove()
+    fig.draw_without_rendering()  # lay the figure out, so that its extent is the saved one
+    for legend in fig.legends:
+        if legend.get_bbox_to_anchor() is fig.bbox:
+            legend.set_bbox_to_anchor((0, 0, 1, 1), transform=fig.transFigure)
+    if fig.get_layout_engine() is not None:
+        fig.set_layout_engine("none")
+    box = fig.get_tightbbox()  # inches, from the figure's lower left corner; may reach outside it
+    width, height = fig.get_size_inches()
+    fig.text(
+        box.x0 / width,
+        (box.y0 - 0.08) / height,
+        textwrap.fill(caption, max(40, int(box.width / _CAPTION_CHAR_IN)), break_on_hyphens=False),
+        ha="left",
+        va="top",
+        fontsize=7,
+        color="#444",
+        gid=_CAPTION_GID,
+    )
+
+
+def save_figure(
+    fig: Figure, out_dir: str | Path, name: str, dpi: int = 150, caption: str | None = None
+) -> list[Path]:
+    """Save ``fig`` as ``<name>.png`` and ``<name>.pdf`` under ``out_dir``; returns both paths. ``caption``
+    (e.g. :func:`fairfl_core.report.tables.caption`: what ran) is drawn in small type under the figure."""
+    if caption:
+        _draw_caption(fig, caption)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.{ext}" for ext in ("png", "pdf")]

@@ -248,3 +248,32 @@ def test_a_figure_of_diverged_runs_only_names_them(runs):
     assert (
         "accuracy vs fairness: every run diverged, nothing to plot" in title and "FedAvg 2 of 2 runs" in title
     )
+
+
+def _png_height(path) -> int:
+    from PIL import Image
+
+    with Image.open(path) as image:
+        return image.height
+
+
+def test_a_caption_is_drawn_once_under_the_figure_inside_the_saved_image(runs, tmp_path):
+    plain = save_figure(plot_learning_curves(load_curves(runs)), tmp_path / "plain", "curves")
+    caption = "Learning curves (smoke profile: 6 rounds, 2 seeds; data stand-in for CIFAR-10) " * 3
+    fig = plot_learning_curves(load_curves(runs))
+    save_figure(fig, tmp_path / "figs", "curves", caption="an earlier caption")
+    paths = save_figure(fig, tmp_path / "figs", "curves", caption=caption)  # replaces it, not a second one
+    assert [p.suffix for p in paths] == [".png", ".pdf"]
+    assert all(p.exists() and p.stat().st_size > 1000 for p in paths)
+    drawn = [t for t in fig.texts if " ".join(t.get_text().split()) == caption.strip()]  # wrapped, not cut
+    assert len(drawn) == 1 and not any("earlier" in t.get_text() for t in fig.texts)
+    assert _png_height(paths[0]) > _png_height(plain[0])  # the tight box takes the caption in
+    gaps = []  # caption to the lowest panel or legend, on each draw of the saving (tight box included)
+
+    def measure(event):
+        box = drawn[0].get_window_extent(event.renderer)
+        gaps.append(min(a.get_tightbbox(event.renderer).y0 for a in [*fig.axes, *fig.legends]) - box.y1)
+
+    fig.canvas.mpl_connect("draw_event", measure)
+    save_figure(fig, tmp_path / "figs", "curves")
+    assert gaps and min(gaps) > 0  # under the panels, their x-axis labels and the legend below them
