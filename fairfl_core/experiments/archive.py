@@ -31,6 +31,7 @@ from fairfl_core.experiments.runner import cached_run, stale
 from fairfl_core.experiments.store import RunStore, atomic_write_text
 
 __all__ = [
+    "ARCHIVES",
     "FILES",
     "FORMAT",
     "ArchiveError",
@@ -41,6 +42,7 @@ __all__ = [
     "unpack",
 ]
 
+ARCHIVES = "runs"  # published/<profile>/runs/: the archives, beside the pages (no page of its own)
 FORMAT = "fairfl-run-archive/1"
 FILES = ("config.json", "summary.json", "evals.jsonl", "rounds.jsonl")  # per run; no checkpoints
 MANIFEST = "MANIFEST.json"
@@ -63,7 +65,7 @@ class ArchivedRun:
 
 def archive_path(profile: str, experiment: str, root: str | Path = "published") -> Path:
     """Where the archive of ``experiment``'s runs at ``profile`` lives in the repository."""
-    return Path(root) / profile / "runs" / f"{experiment}.tar.xz"
+    return Path(root) / profile / ARCHIVES / f"{experiment}.tar.xz"
 
 
 def _sha256(data: bytes) -> str:

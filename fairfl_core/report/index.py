@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from fairfl_core.experiments.archive import ARCHIVES
 from fairfl_core.report.claims import OBSERVATION
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "NotebookFolder",
     "claim_counts",
     "claim_outcome",
+    "notebook_folders",
     "paper_claims",
     "undecided",
     "write_index",
@@ -366,12 +368,17 @@ class NotebookFolder:
         )
 
 
+def notebook_folders(root: Path) -> list[Path]:
+    """The notebook folders of a reports or published directory (not its run archives' folder)."""
+    return sorted(d for d in root.iterdir() if d.is_dir() and d.name != ARCHIVES)
+
+
 def write_index(reports_dir: str | Path) -> Path:
     """Write ``<reports_dir>/index.html`` over every notebook folder in ``reports_dir``; returns its path."""
     root = Path(reports_dir)
     if not root.is_dir():
         raise FileNotFoundError(f"reports directory {root} does not exist; run ./reproduce.sh first")
-    notebooks = [NotebookFolder(d) for d in sorted(root.iterdir()) if d.is_dir()]
+    notebooks = [NotebookFolder(d) for d in notebook_folders(root)]
     head = "".join(f"<th>{o}</th>" for o in ("notebook", "run", *OUTCOMES, "tables", "figures"))
     summary = (
         f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>'

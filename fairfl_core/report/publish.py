@@ -28,6 +28,7 @@ from fairfl_core.report.index import (
     SMOKE_NOTE,
     NotebookFolder,
     former_rule_note,
+    notebook_folders,
     write_index,
 )
 
@@ -47,7 +48,7 @@ def publish(reports_dir: str | Path, dest: str | Path) -> list[str]:
     if not src.is_dir():
         raise FileNotFoundError(f"reports directory {src} does not exist; run ./reproduce.sh first")
     published = []
-    for folder in sorted(d for d in src.iterdir() if d.is_dir()):
+    for folder in notebook_folders(src):
         status_file = folder / "status.json"
         status = json.loads(status_file.read_text()) if status_file.exists() else {"status": "not run"}
         if status.get("status") != "ok":
@@ -195,7 +196,7 @@ def markdown_index(dest: str | Path) -> str:
         "of an effect, not on the raw number. `index.html` is the same page for a browser.",
         "",
     ]
-    folders = sorted(d for d in root.iterdir() if d.is_dir())
+    folders = notebook_folders(root)
     if not folders:
         lines.append("Nothing published yet.")
     for folder in folders:

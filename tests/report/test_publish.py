@@ -192,3 +192,13 @@ def test_a_page_says_what_ran():
         "data fashion_mnist; fashion_mnist (stand-in for CIFAR-10); partitions shards; clients 100."
     )
     assert what_ran(None) == ""
+
+
+def test_the_run_archives_beside_the_pages_are_not_a_page(tmp_path):
+    reports, dest = tmp_path / "reports" / "quick", tmp_path / "published" / "quick"
+    _notebook(reports / "afga", "ok")
+    (dest / "runs").mkdir(parents=True)
+    (dest / "runs" / "afga_table1_s1.tar.xz").write_bytes(b"")
+    assert publish(reports, dest) == ["afga"]
+    assert "## runs" not in (dest / "README.md").read_text()
+    assert 'id="runs"' not in (dest / "index.html").read_text()

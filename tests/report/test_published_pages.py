@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from fairfl_core.report.claims import MIN_SEEDS, OBSERVATION
-from fairfl_core.report.index import NotebookFolder, claim_outcome, paper_claims
+from fairfl_core.report.index import NotebookFolder, claim_outcome, notebook_folders, paper_claims
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "published"
-PAGES = sorted(p for p in PUBLISHED.glob("*/*") if p.is_dir())
+PAGES = [page for profile in sorted(PUBLISHED.iterdir()) for page in notebook_folders(profile)]
 DECIDED = ("holds", "within noise", "fails")
 PLACE = re.compile(r"§|Table|Fig|App\.|Appendix|Section|Abstract|Algorithm|Theorem|Eq\.|Remark|Introduction")
 
