@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from pathlib import Path
 
 __all__ = ["main"]
 
@@ -128,32 +129,37 @@ def cmd_summarize(args) -> int:
 
 def cmd_archive(args) -> int:
     from fairfl_core.experiments import archive
-    from fairfl_core.experiments.profiles import EXPERIMENTS
+    from fairfl_core.experiments.profiles import EXPERIMENTS, experiment_configs
 
+    results = args.results or f"results/{args.profile}"
     if args.action == "pack":
-        names = args.names or sorted(EXPERIMENTS)
-        for name in names:
-            packed = archive.pack(name, args.profile, args.results or f"results/{args.profile}", args.root)
+        if args.ledger:  # a page's runs: reports/<profile>/<notebook>/runs.jsonl
+            ledger = Path(args.ledger)
+            sources = {ledger.parent.name: archive.ledger_runs(ledger, results)}
+        else:
+            names = args.names or sorted(EXPERIMENTS)
+            sources = {name: experiment_configs(name, args.profile) for name in names}
+        for name, configs in sources.items():
+            packed = archive.pack(name, args.profile, configs, results, args.root)
             if packed is not None:
                 path, n, of = packed
                 print(f"{path}: {n} of {of} runs ({path.stat().st_size / 1e3:.0f} kB)")
-            elif args.names:
+            elif args.names or args.ledger:
                 print(f"{name}: no finished run at profile {args.profile!r} to archive", file=sys.stderr)
         return 0
-    paths = args.names
-    if not paths:
+    if not args.names:
         raise ValueError(f"archive {args.action}: name the archive files, e.g. published/quick/runs/*.tar.xz")
     if args.action == "list":
-        for path in paths:
-            profile, experiment, runs = archive.read_manifest(path)
-            print(f"{path}: {experiment} at {profile}, {len(runs)} runs")
+        for path in args.names:
+            profile, name, runs = archive.read_manifest(path)
+            print(f"{path}: {name} at {profile}, {len(runs)} runs")
             for r in runs:
                 print(f"  {r.hash}  {r.label}  seed {r.seed}  numbers {r.numbers_version}")
         return 0
-    done, notes = archive.unpack(paths, args.results or f"results/{args.profile}", args.profile)
+    done, notes = archive.unpack(args.names, results, args.profile)
     for note in notes:
         print(f"fairfl: {note}", file=sys.stderr)
-    print(f"unpacked {done} run(s) into {args.results or f'results/{args.profile}'}")
+    print(f"unpacked {done} run(s) into {results}")
     return 0
 
 
@@ -226,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("archive", help="pack, unpack or list run archives (published/<profile>/runs/)")
     actions = p.add_subparsers(dest="action", required=True)
     for action, names in (
-        ("pack", "experiments (default: every one with finished runs)"),
+        ("pack", "experiments (default: every one with finished runs; --ledger: a page's runs instead)"),
         ("unpack", "archive files, e.g. published/quick/runs/*.tar.xz"),
         ("list", "archive files"),
     ):
@@ -235,6 +241,12 @@ def main(argv: list[str] | None = None) -> int:
         a.add_argument("--profile", default="quick", choices=["smoke", "quick", "paper"])
         a.add_argument("--results", default=None, help="results directory (default: results/<profile>)")
         a.add_argument("--root", default="published", help="where <profile>/runs/ is (default: published)")
+        if action == "pack":
+            a.add_argument(
+                "--ledger",
+                default=None,
+                help="pack the runs a notebook loaded (reports/<profile>/<nb>/runs.jsonl)",
+            )
         a.set_defaults(func=cmd_archive)
     p = sub.add_parser("prepare-data", help="fetch/check the datasets that work offline")
     p.add_argument("--root", default=None, help="data root (default: $FAIRFL_DATA or ~/.cache/fairfl)")

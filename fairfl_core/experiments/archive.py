@@ -1,11 +1,13 @@
-"""Run archives: the finished runs of one experiment at one profile, packed into one small file that git can
-keep (``published/<profile>/runs/<experiment>.tar.xz``), so that runs outlive the machine that computed them.
+"""Run archives: finished runs packed into one small file that git can keep, so that runs outlive the machine
+that computed them: the runs of a published page (the runs its notebook loaded, as its ledger lists them:
+``published/<profile>/runs/<notebook>.tar.xz``, which rebuilds the page), or an experiment's runs at a
+profile while its sweep is under way (``.../<experiment>.tar.xz``).
 
 An archive holds, per run, the files a page is built from: ``config.json``, ``summary.json`` (with the run's
 numbers version and provenance), ``evals.jsonl`` and ``rounds.jsonl`` under ``<config hash>/``, never the
-checkpoints; and ``MANIFEST.json``: the profile, the experiment, and per run its label, seed, numbers version
-and the SHA-256 of each file. Packing is deterministic (sorted members, no times or owners), so an archive
-whose runs did not change is byte-identical and a commit of it is empty.
+checkpoints; and ``MANIFEST.json``: the profile, the archive's name, and per run its label, seed, numbers
+version and the SHA-256 of each file. Packing is deterministic (sorted members, no times or owners), so an
+archive whose runs did not change is byte-identical and a commit of it is empty.
 
 :func:`unpack` copies the runs into a results directory, where ``run_sweep`` reuses them as if computed
 there: a sweep interrupted on one machine resumes on another from the archive. A run is never unpacked when
@@ -26,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from fairfl_core.experiments.config import ExperimentConfig, config_hash
-from fairfl_core.experiments.profiles import experiment_configs
 from fairfl_core.experiments.runner import cached_run, stale
 from fairfl_core.experiments.store import RunStore, atomic_write_text
 
@@ -37,6 +38,7 @@ __all__ = [
     "ArchiveError",
     "ArchivedRun",
     "archive_path",
+    "ledger_runs",
     "pack",
     "read_manifest",
     "unpack",
@@ -63,9 +65,17 @@ class ArchivedRun:
     files: dict[str, str]  # file name -> SHA-256
 
 
-def archive_path(profile: str, experiment: str, root: str | Path = "published") -> Path:
-    """Where the archive of ``experiment``'s runs at ``profile`` lives in the repository."""
-    return Path(root) / profile / ARCHIVES / f"{experiment}.tar.xz"
+def archive_path(profile: str, name: str, root: str | Path = "published") -> Path:
+    """Where the archive ``name`` (a notebook's page, an experiment) of ``profile`` is in the repository."""
+    return Path(root) / profile / ARCHIVES / f"{name}.tar.xz"
+
+
+def ledger_runs(ledger: str | Path, results_dir: str | Path) -> list[ExperimentConfig]:
+    """The configs of the runs a notebook loaded (its ledger, ``$FAIRFL_RUN_LEDGER``: one JSON line per run
+    with its ``hash``), read from their ``config.json`` under ``results_dir``: a page's runs, with the
+    settings its notebook chose (a calibrated learning rate, a tuned λ) that no registered profile names."""
+    hashes = dict.fromkeys(json.loads(line)["hash"] for line in Path(ledger).read_text().splitlines() if line)
+    return [ExperimentConfig.from_dict(RunStore(Path(results_dir) / h).config()) for h in hashes]
 
 
 def _sha256(data: bytes) -> str:
@@ -105,10 +115,10 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
 
 
 def read_manifest(path: str | Path) -> tuple[str, str, list[ArchivedRun]]:
-    """(profile, experiment, runs) of the archive at ``path``, checked as :func:`unpack` checks it."""
+    """(profile, name, runs) of the archive at ``path``, checked as :func:`unpack` checks it."""
     manifest, _ = _read(Path(path))
     runs = [ArchivedRun(h, **r) for h, r in sorted(manifest["runs"].items())]
-    return manifest["profile"], manifest["experiment"], runs
+    return manifest["profile"], manifest["name"], runs
 
 
 def _write(path: Path, manifest: dict[str, Any], members: dict[str, bytes]) -> None:
@@ -127,14 +137,19 @@ def _write(path: Path, manifest: dict[str, Any], members: dict[str, bytes]) -> N
 
 
 def pack(
-    experiment: str, profile: str, results_dir: str | Path, root: str | Path = "published"
+    name: str,
+    profile: str,
+    configs: Iterable[ExperimentConfig],
+    results_dir: str | Path,
+    root: str | Path = "published",
 ) -> tuple[Path, int, int] | None:
-    """Pack ``experiment``'s finished runs at ``profile`` (its configs' current runs under ``results_dir``,
-    with the runs already archived that still stand for a config) into :func:`archive_path`; returns
-    (path, runs archived, runs of the profile) or None when there is no finished run to archive."""
-    path, results_dir = archive_path(profile, experiment, root), Path(results_dir)
-    configs = {config_hash(c): c for c in experiment_configs(experiment, profile)}
-    manifest: dict[str, Any] = {"format": FORMAT, "profile": profile, "experiment": experiment, "runs": {}}
+    """Pack the finished runs of ``configs`` (an experiment's ``experiment_configs``, :func:`ledger_runs`) in
+    ``results_dir``, with the runs already archived that still stand for one of them, into the archive
+    ``name`` of ``profile`` (:func:`archive_path`); returns (path, runs archived, runs of ``configs``), or
+    None when there is no finished run to archive (an existing archive is then left as it is)."""
+    path, results_dir = archive_path(profile, name, root), Path(results_dir)
+    configs = {config_hash(c): c for c in configs}
+    manifest: dict[str, Any] = {"format": FORMAT, "profile": profile, "name": name, "runs": {}}
     members: dict[str, bytes] = {}
     old_runs, old_members = ({}, {})
     if path.exists():

@@ -155,6 +155,15 @@ def _exit_with_parent() -> None:
     os._exit(1)
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: ``taskset``, a container's cpuset), not the
+    machine's: a pool sized by the machine's count oversubscribes a pinned job."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # no affinity on this platform
+        return os.cpu_count() or 1
+
+
 def _worker_init(threads: int) -> None:
     import torch
 
@@ -163,8 +172,8 @@ def _worker_init(threads: int) -> None:
 
 
 def _process_pool(configs, results_dir, progress, device, workers):
-    workers = workers or max(1, (os.cpu_count() or 1) // 2)
-    threads = max(1, (os.cpu_count() or 1) // workers)
+    workers = workers or max(1, usable_cores() // 2)
+    threads = max(1, usable_cores() // workers)
     with cf.ProcessPoolExecutor(
         workers, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(threads,)
     ) as pool:
@@ -210,7 +219,7 @@ def _rows(configs, results_dir, progress, device, workers, memory_gb: float | No
     gpu = resolve_device(device or "auto").type == "cuda"
     stacked = gpu or bool(stack)
     if workers is None:
-        workers = 1 if gpu else max(1, (os.cpu_count() or 1) // 2)
+        workers = 1 if gpu else max(1, usable_cores() // 2)
     workers = min(workers, len(configs))
     items = list(enumerate(configs))
     if workers == 1:
@@ -220,7 +229,7 @@ def _rows(configs, results_dir, progress, device, workers, memory_gb: float | No
         shards = (
             [items[bounds[i] : bounds[i + 1]] for i in range(workers)] if stacked else [[x] for x in items]
         )
-        threads = max(1, (os.cpu_count() or 1) // workers)
+        threads = max(1, usable_cores() // workers)
         with cf.ProcessPoolExecutor(
             workers, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(threads,)
         ) as pool:

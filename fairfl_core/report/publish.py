@@ -4,14 +4,16 @@
 git; the raw runs in ``results/`` are not either. :func:`publish` copies what a reader needs to see the
 results without rerunning them: per notebook that succeeded, its tables (CSV and Markdown) and figures
 (PNG), its ``status.json`` and a ``published.json`` (when the notebook ran, how long, from which commit:
-``reproduce.sh`` records it in ``status.json``). It then writes two pages over the published folder:
-``README.md`` (rendered by any Git host: the claims headline per notebook, its main tables inline, its
+``reproduce.sh`` records it in ``status.json``), and, given the results directory, the runs it loaded as
+the run archive ``published/<profile>/runs/<notebook>.tar.xz`` (:mod:`fairfl_core.experiments.archive`:
+``reproduce.sh --from-archive`` rebuilds the page from it). It then writes two pages over the published
+folder: ``README.md`` (rendered by any Git host: the claims headline per notebook, its main tables inline, its
 figures) and ``index.html`` (the page of :func:`fairfl_core.report.index.write_index`).
 
 A notebook that failed or never ran is not published, nor one that ran from a tree with uncommitted changes
 or read runs computed by such code (their commits end in ``-dirty``); its earlier published folder is kept.
-Run as ``python -m fairfl_core.report.publish reports/<profile> published/<profile>`` or ``./reproduce.sh
---publish``.
+Run as ``python -m fairfl_core.report.publish reports/<profile> published/<profile> [results/<profile>]``
+or ``./reproduce.sh --publish``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from fairfl_core.experiments import archive
 from fairfl_core.report.index import (
     OPEN_ROWS,
     OUTCOMES,
@@ -41,9 +44,10 @@ def _published_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in KEPT)
 
 
-def publish(reports_dir: str | Path, dest: str | Path) -> list[str]:
+def publish(reports_dir: str | Path, dest: str | Path, results_dir: str | Path | None = None) -> list[str]:
     """Copy every successful notebook folder of ``reports_dir`` to ``dest`` (replacing that notebook's
-    earlier copy) and rewrite ``dest/README.md`` and ``dest/index.html``; returns the published names."""
+    earlier copy), pack the runs it loaded from ``results_dir`` (if given) into its run archive, and rewrite
+    ``dest/README.md`` and ``dest/index.html``; returns the published names."""
     src, dest = Path(reports_dir), Path(dest)
     if not src.is_dir():
         raise FileNotFoundError(f"reports directory {src} does not exist; run ./reproduce.sh first")
@@ -80,6 +84,9 @@ def publish(reports_dir: str | Path, dest: str | Path) -> list[str]:
             )
             + "\n"
         )
+        if results_dir is not None and (folder / "runs.jsonl").exists():
+            configs = archive.ledger_runs(folder / "runs.jsonl", results_dir)
+            archive.pack(folder.name, dest.name, configs, results_dir, dest.parent)
         published.append(folder.name)
     if dest.is_dir():
         (dest / "README.md").write_text(markdown_index(dest))
@@ -228,10 +235,10 @@ def markdown_index(dest: str | Path) -> str:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: python -m fairfl_core.report.publish reports/<profile> published/<profile>")
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: python -m fairfl_core.report.publish reports/<p> published/<p> [results/<p>]")
     try:
-        names = publish(sys.argv[1], sys.argv[2])
-    except FileNotFoundError as e:
+        names = publish(*sys.argv[1:])
+    except (FileNotFoundError, ValueError) as e:
         sys.exit(f"publish: {e}")
     print(f"published {len(names)} notebook(s) to {sys.argv[2]}: {', '.join(names) or 'none'}")

@@ -17,11 +17,9 @@ from tests.experiments.conftest import digits_config
 
 
 @pytest.fixture
-def configs(monkeypatch):
-    """Two seeds of a small digits run, registered as experiment "toy"."""
-    cfgs = [digits_config(rounds=2), replace(digits_config(rounds=2), seed=1)]
-    monkeypatch.setattr(archive, "experiment_configs", lambda name, profile: cfgs)
-    return cfgs
+def configs():
+    """Two seeds of a small digits run: the runs of archive "toy"."""
+    return [digits_config(rounds=2), replace(digits_config(rounds=2), seed=1)]
 
 
 def _rewrite(path, edit):
@@ -34,7 +32,7 @@ def _rewrite(path, edit):
 def test_an_unpacked_run_rebuilds_its_table_without_computing(configs, tmp_path, monkeypatch):
     here, there = tmp_path / "here", tmp_path / "there"
     run_sweep(configs[:1], here, progress=False)
-    path, n, of = pack("toy", "quick", here, tmp_path / "published")
+    path, n, of = pack("toy", "quick", configs, here, tmp_path / "published")
     assert (n, of) == (1, 2) and path == tmp_path / "published" / "quick" / "runs" / "toy.tar.xz"
     assert not any(name.endswith("checkpoint.pt") for name in archive._read(path)[1])
     assert unpack([path], there, "quick") == (1, [])
@@ -49,19 +47,20 @@ def test_an_unpacked_run_rebuilds_its_table_without_computing(configs, tmp_path,
 def test_packing_is_deterministic_and_keeps_archived_runs(configs, tmp_path):
     results = tmp_path / "results"
     run_sweep(configs[:1], results, progress=False)
-    path, _, _ = pack("toy", "quick", results, tmp_path)
+    path, _, _ = pack("toy", "quick", configs, results, tmp_path)
     first = path.read_bytes()
-    assert pack("toy", "quick", results, tmp_path)[0].read_bytes() == first  # a commit of it is empty
+    again, _, _ = pack("toy", "quick", configs, results, tmp_path)
+    assert again.read_bytes() == first  # a commit of it is empty
     (results / config_hash(configs[0]) / "summary.json").unlink()  # this machine lost the run
     run_sweep(configs[1:], results, progress=False)
-    _, n, _ = pack("toy", "quick", results, tmp_path)
+    _, n, _ = pack("toy", "quick", configs, results, tmp_path)
     assert n == 2 and sorted(r.seed for r in read_manifest(path)[2]) == [0, 1]  # seed 0 from the archive
 
 
 def test_a_sweep_interrupted_on_one_machine_resumes_on_another(configs, tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
     run_sweep(configs[:1], one, progress=False)
-    path, _, _ = pack("toy", "quick", one, tmp_path)
+    path, _, _ = pack("toy", "quick", configs, one, tmp_path)
     unpack([path], two, "quick")
     outcomes = run_sweep(configs, two, progress=False)
     assert [o.result.summary["seed"] for o in outcomes] == [0, 1]
@@ -72,7 +71,7 @@ def test_a_sweep_interrupted_on_one_machine_resumes_on_another(configs, tmp_path
 
 def test_a_truncated_or_corrupt_archive_names_the_file_and_the_fix(configs, tmp_path):
     run_sweep(configs[:1], tmp_path / "r", progress=False)
-    path, _, _ = pack("toy", "quick", tmp_path / "r", tmp_path)
+    path, _, _ = pack("toy", "quick", configs, tmp_path / "r", tmp_path)
     truncated = tmp_path / "truncated.tar.xz"
     truncated.write_bytes(path.read_bytes()[:500])
     fix = rf"{truncated} is truncated or corrupt .*git checkout -- {truncated}"
@@ -88,14 +87,14 @@ def test_a_truncated_or_corrupt_archive_names_the_file_and_the_fix(configs, tmp_
 
 def test_an_archive_of_another_profile_is_refused(configs, tmp_path):
     run_sweep(configs[:1], tmp_path / "r", progress=False)
-    path, _, _ = pack("toy", "quick", tmp_path / "r", tmp_path)
+    path, _, _ = pack("toy", "quick", configs, tmp_path / "r", tmp_path)
     with pytest.raises(ArchiveError, match=r"holds 'quick' runs, not 'paper': unpack it into results/quick"):
         unpack([path], tmp_path / "x", "paper")
 
 
 def test_a_run_of_another_numbers_version_is_never_reused(configs, tmp_path):
     run_sweep(configs[:1], tmp_path / "r", progress=False)
-    path, _, _ = pack("toy", "quick", tmp_path / "r", tmp_path)
+    path, _, _ = pack("toy", "quick", configs, tmp_path / "r", tmp_path)
     h = config_hash(configs[0])
 
     def older(manifest, members):
@@ -110,14 +109,14 @@ def test_a_run_of_another_numbers_version_is_never_reused(configs, tmp_path):
         f"toy.tar.xz: digits-test seed 0 ({h}) not reused: computed by numbers version c0.a1.m1, this code "
         "computes c1.a1.m1; it is recomputed"
     ]
-    assert pack("toy", "quick", tmp_path / "empty", tmp_path) is None  # the stale run is not packed again
+    assert pack("toy", "quick", configs, tmp_path / "empty", tmp_path) is None  # the stale run is not packed
 
 
 def test_the_command_line_lists_unpacks_and_reports_bad_input_in_one_line(configs, tmp_path, capsys):
     from fairfl_core.cli import main
 
     run_sweep(configs[:1], tmp_path / "r", progress=False)
-    path, _, _ = pack("toy", "quick", tmp_path / "r", tmp_path)
+    path, _, _ = pack("toy", "quick", configs, tmp_path / "r", tmp_path)
     assert main(["archive", "list", str(path)]) == 0
     assert f"{path}: toy at quick, 1 runs" in capsys.readouterr().out
     assert main(["archive", "unpack", "--profile", "quick", "--results", str(tmp_path / "x"), str(path)]) == 0
@@ -125,3 +124,20 @@ def test_the_command_line_lists_unpacks_and_reports_bad_input_in_one_line(config
     assert main(["archive", "unpack", "--profile", "paper", str(path)]) == 2
     (err,) = capsys.readouterr().err.splitlines()
     assert err.startswith("fairfl: error: run archive") and "not 'paper'" in err
+
+
+def test_a_pages_archive_holds_the_runs_its_notebook_loaded(configs, tmp_path, monkeypatch):
+    """A notebook's own settings (a calibrated learning rate) are in no profile: the ledger names the runs."""
+    from fairfl_core.experiments.archive import ledger_runs
+    from fairfl_core.report.results import LEDGER
+
+    calibrated = [replace(configs[0], train=replace(configs[0].train, lr=0.01))]
+    results, ledger = tmp_path / "results", tmp_path / "reports" / "quick" / "toy_page" / "runs.jsonl"
+    run_sweep(calibrated, results, progress=False)
+    ledger.parent.mkdir(parents=True)
+    monkeypatch.setenv(LEDGER, str(ledger))
+    load_runs(results, calibrated)
+    load_runs(results, calibrated)  # loaded twice, archived once
+    assert [config_hash(c) for c in ledger_runs(ledger, results)] == [config_hash(calibrated[0])]
+    path, n, _ = pack("toy_page", "quick", ledger_runs(ledger, results), results, tmp_path)
+    assert n == 1 and path.name == "toy_page.tar.xz" and read_manifest(path)[1] == "toy_page"

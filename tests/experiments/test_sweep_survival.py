@@ -164,3 +164,14 @@ def test_a_run_that_raises_is_reported_with_its_hash_and_the_others_finish(tmp_p
     assert len(_finished(results)) == 4 and not any(RunStore(results / config_hash(c)).is_done() for c in bad)
     rows = [line.split()[1:4] for line in out.splitlines() if line.lstrip().startswith("digits")]
     assert rows == [["fedprox", "(mu=0.01)", "2"], ["fedprox", "(mu=0.1)", "2"]]  # one row per setting
+
+
+def test_a_pool_is_sized_by_the_cores_this_process_may_use(monkeypatch):
+    """``taskset -c 0`` on a 2-core machine: one core, so one thread per worker, not two on one core."""
+    from fairfl_core.experiments import sweep
+
+    monkeypatch.setattr(sweep.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    monkeypatch.setattr(sweep.os, "cpu_count", lambda: 2)
+    assert sweep.usable_cores() == 1
+    monkeypatch.delattr(sweep.os, "sched_getaffinity")
+    assert sweep.usable_cores() == 2  # no affinity on this platform: the machine's count

@@ -3,6 +3,7 @@ import json
 import pandas as pd
 import pytest
 
+from fairfl_core.report import publish as publish_module
 from fairfl_core.report.publish import markdown_index, publish
 from fairfl_core.report.tables import save_table
 
@@ -202,3 +203,21 @@ def test_the_run_archives_beside_the_pages_are_not_a_page(tmp_path):
     assert publish(reports, dest) == ["afga"]
     assert "## runs" not in (dest / "README.md").read_text()
     assert 'id="runs"' not in (dest / "index.html").read_text()
+
+
+def test_a_published_page_archives_the_runs_its_notebook_loaded(tmp_path, monkeypatch):
+    from fairfl_core.experiments.archive import read_manifest
+    from fairfl_core.experiments.runner import run_experiment
+    from fairfl_core.report.results import LEDGER, load_runs
+    from tests.experiments.conftest import digits_config
+
+    reports, dest, results = tmp_path / "reports" / "quick", tmp_path / "published" / "quick", tmp_path / "r"
+    cfg = digits_config(rounds=1)
+    run_experiment(cfg, results, progress=False)
+    _notebook(reports / "afga", "ok")
+    monkeypatch.setenv(LEDGER, str(reports / "afga" / "runs.jsonl"))
+    load_runs(results, [cfg])
+    monkeypatch.setattr(publish_module, "_uncommitted", lambda status, runs: None)  # any tree state
+    assert publish(reports, dest, results) == ["afga"]
+    profile, name, runs = read_manifest(dest / "runs" / "afga.tar.xz")
+    assert (profile, name, [r.label for r in runs]) == ("quick", "afga", ["digits-test"])
