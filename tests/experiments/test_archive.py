@@ -141,3 +141,24 @@ def test_a_pages_archive_holds_the_runs_its_notebook_loaded(configs, tmp_path, m
     assert [config_hash(c) for c in ledger_runs(ledger, results)] == [config_hash(calibrated[0])]
     path, n, _ = pack("toy_page", "quick", ledger_runs(ledger, results), results, tmp_path)
     assert n == 1 and path.name == "toy_page.tar.xz" and read_manifest(path)[1] == "toy_page"
+
+
+def test_the_committed_quickstart_archive_rebuilds_its_published_table(tmp_path):
+    """The run archive in the repository, unpacked on this machine, gives the published table again: the same
+    runs through the same code, so the same text (the notebook's cell: experiment_paper_values, then
+    results_table). Exact: means and stds of 3 seeds' stored numbers are sums of fewer than 8 terms, which
+    numpy adds in order on any CPU, and the cells are rounded to 2 decimals."""
+    from pathlib import Path
+
+    from fairfl_core.experiments.profiles import experiment_configs, get_experiment
+    from fairfl_core.report.paper import experiment_paper_values
+
+    published = Path(__file__).resolve().parents[2] / "published" / "quick"
+    assert unpack([published / "runs" / "quickstart.tar.xz"], tmp_path, "quick") == (6, [])
+    runs = load_runs(tmp_path, experiment_configs("quickstart", "quick"))
+    paper = experiment_paper_values(get_experiment("quickstart"), runs)
+    table = results_table(runs, metrics=("global_acc", "var", "worst5", "best5"), paper=paper)
+    table.to_csv(tmp_path / "fairness_summary.csv", index=False)
+    assert (tmp_path / "fairness_summary.csv").read_text() == (
+        published / "quickstart" / "fairness_summary.csv"
+    ).read_text()
