@@ -90,6 +90,13 @@ def _finished(results_dir: Path, cfg: ExperimentConfig) -> dict[str, bytes] | No
     return {f: (run.path / f).read_bytes() for f in FILES}
 
 
+def _content(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    data = tar.extractfile(member)
+    if data is None:
+        raise tarfile.TarError(f"{member.name} has no content")
+    return data.read()
+
+
 def _read(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     """The manifest and every member (``<hash>/<file>`` -> bytes) of the archive at ``path``, checked against
     the manifest's SHA-256s; :class:`ArchiveError` naming the file and the fix when it cannot be used."""
@@ -98,7 +105,7 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
         raise ArchiveError(f"run archive {path} does not exist: pack one with `fairfl archive pack`")
     try:
         with tarfile.open(path, "r:xz") as tar:
-            members = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+            members = {m.name: _content(tar, m) for m in tar.getmembers() if m.isfile()}
     except (tarfile.TarError, lzma.LZMAError, EOFError, OSError) as exc:
         raise ArchiveError(f"run archive {path} is truncated or corrupt ({exc}): {fix}") from None
     try:
@@ -148,14 +155,15 @@ def pack(
     ``name`` of ``profile`` (:func:`archive_path`); returns (path, runs archived, runs of ``configs``), or
     None when there is no finished run to archive (an existing archive is then left as it is)."""
     path, results_dir = archive_path(profile, name, root), Path(results_dir)
-    configs = {config_hash(c): c for c in configs}
+    by_hash = {config_hash(c): c for c in configs}
     manifest: dict[str, Any] = {"format": FORMAT, "profile": profile, "name": name, "runs": {}}
     members: dict[str, bytes] = {}
-    old_runs, old_members = ({}, {})
+    old_runs: dict[str, Any] = {}
+    old_members: dict[str, bytes] = {}
     if path.exists():
         old, old_members = _read(path)
         old_runs = old["runs"] if old.get("profile") == profile else {}
-    for h, cfg in sorted(configs.items()):
+    for h, cfg in sorted(by_hash.items()):
         files = _finished(results_dir, cfg)
         if h in old_runs and _stale(old_members, h, cfg) is None:
             files = {f: old_members[f"{h}/{f}"] for f in FILES}  # keep the archived bytes
@@ -172,7 +180,7 @@ def pack(
     if not manifest["runs"]:
         return None
     _write(path, manifest, members)
-    return path, len(manifest["runs"]), len(configs)
+    return path, len(manifest["runs"]), len(by_hash)
 
 
 def _stale(members: dict[str, bytes], h: str, cfg: ExperimentConfig) -> str | None:
