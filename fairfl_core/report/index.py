@@ -287,11 +287,11 @@ class NotebookFolder:
         self.figures = sorted(folder.glob("*.png"))
         counted = {c: claim_counts(t) for c, t in self.claims.items()}
         self.unreadable = [c.name for c, n in counted.items() if n is None]
-        readable = [n for c, n in counted.items() if n is not None and c.name not in self.former_rule]
-        self.counts = {o: sum(n[o] for n in readable) for o in OUTCOMES} if readable else None
-        self.counted = [
+        self.counted = [  # the claims tables of the headline
             c.name for c, n in counted.items() if n is not None and c.name not in self.former_rule
         ]
+        readable = [n for c, n in counted.items() if n is not None and c.name in self.counted]
+        self.counts = {o: sum(n[o] for n in readable) for o in OUTCOMES} if readable else None
 
     def headline(self) -> str:
         if not self.claims:
