@@ -185,6 +185,7 @@ def caption(
     the paper's, seeds, model, substituted or untuned settings; ``experiments.profiles``), the seeds where
     ``seeds`` replaces the profile's, and the data set with its stand-in label and partition. A table of
     several experiments names each one's."""
+    seeds = None if seeds is None else list(seeds)  # read once per experiment
     if not isinstance(experiment, str):
         names = list(dict.fromkeys(experiment))
         if len(names) != 1:
