@@ -1,4 +1,4 @@
-"""Idle rows: what a round's local training costs when a stack steps only the clients that still have minibatches.
+"""Idle rows: a round's local training when a stack steps only the clients that still have minibatches.
 
 A stack of K clients with unequal schedules (``local_epochs`` over clients of unequal sizes) used to step
 every client as many times as its longest client, the finished ones masked. On the loop client axis (LSTMs
