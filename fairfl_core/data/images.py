@@ -42,7 +42,7 @@ EMNIST_CLASSES = {"byclass": 62, "bymerge": 47, "balanced": 47, "letters": 26, "
 _IDX_DTYPES = {0x08: "u1", 0x09: "i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 _GZIP_MAGIC = b"\x1f\x8b"
 _DOWNLOAD_ERRORS = (OSError, RuntimeError, ImportError)  # no network, broken torchvision, absent torchvision
-_GET_AGAIN = "delete it and download it again (the loader's download=True, or the README's data table)"
+_GET_AGAIN = "delete it and download it again (the loader's download=True, or the sources in docs/data.md)"
 
 
 # -- readers ----------------------------------------------------------------------------------------------
