@@ -149,7 +149,8 @@ class _Info:
 FASHION_MNIST = _Info("fashion_mnist", 10, (0.2860,), (0.3530,))
 MNIST = _Info("mnist", 10, (0.1307,), (0.3081,))
 EMNIST = _Info("emnist", 62, (0.1751,), (0.3332,))
-# FedEBA+ A15 / easyFL constants for CIFAR-10; the usual CIFAR-100 constants.
+# CIFAR-10: the constants of easyFL, the framework of the FedFV setting FedEBA+ follows (App. L.1); the
+# usual CIFAR-100 constants.
 CIFAR10 = _Info("cifar10", 10, (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010))
 CIFAR100 = _Info("cifar100", 100, (0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762))
 
