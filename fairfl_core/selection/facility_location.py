@@ -123,7 +123,7 @@ def normalize_distances(dist: np.ndarray, scale: str = "none") -> np.ndarray:
 
 
 def facility_location_gain(dist: np.ndarray, nearest: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """Δ_G(e | S) = Σ_i [m_i − min(m_i, d_ie)] for every candidate e (SubTrunc paper §2.3, eq. 10).
+    """Δ_G(e | S) = Σ_i [m_i − min(m_i, d_ie)] for every candidate e (SubTrunc §III-A, eq. 10).
 
     ``nearest`` is m_i(S) = min_{j∈S} d_ij (D0 for the empty set). Each candidate's sum runs over one
     contiguous row, so a gain does not depend on which other candidates are evaluated with it.
