@@ -13,9 +13,10 @@
 #              faster as one single-threaded run per core (--workers $(nproc)); numbers are the same
 #   --set      set a notebook parameter (its first cell) to a YAML value in every notebook run, e.g.
 #              --only fedeba_plus --set 'columns=[FashionMNIST]'; a notebook without that parameter gets it too
-#   --publish  also copy the tables (CSV, Markdown) and figures (PNG) of each notebook that succeeded into
-#              the tracked folder published/<profile>/ and rewrite its README.md and index.html, and pack the
-#              runs each notebook loaded into published/<profile>/runs/<notebook>.tar.xz (commit them)
+#   --publish  also copy the tables (CSV, Markdown) and figures (PNG) of each notebook this call ran that
+#              succeeded into the tracked folder published/<profile>/ and rewrite its README.md and index.html,
+#              and pack the runs each notebook loaded into published/<profile>/runs/<notebook>.tar.xz (commit
+#              them); reports left in reports/<profile>/ by earlier calls are not republished
 #   --from-archive  unpack published/<profile>/runs/*.tar.xz into results/<profile>/ and build the pages
 #              from them without computing anything; a notebook that lacks runs fails, naming them
 #   --no-setup skip scripts/setup.sh (the environment and data are already prepared, e.g. in CI)
@@ -114,7 +115,8 @@ if [ ${#ran[@]} -eq 0 ]; then
 fi
 .venv/bin/python -m fairfl_core.report.index "$reports" >/dev/null || failed+=("index.html")
 if [ "$publish" = 1 ]; then
-  .venv/bin/python -m fairfl_core.report.publish "$reports" "published/$profile" "results/$profile" || failed+=("publish")
+  .venv/bin/python -m fairfl_core.report.publish "$reports" "published/$profile" "results/$profile" \
+    --only "${ran[@]}" || failed+=("publish")
 fi
 echo "reproduce.sh: ${#ran[@]} notebook(s) in $(( $(date +%s) - start_all ))s; index: $reports/index.html"
 if [ ${#failed[@]} -gt 0 ]; then

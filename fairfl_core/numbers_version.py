@@ -25,7 +25,12 @@ from __future__ import annotations
 __all__ = ["ALGORITHMS", "CORE", "MODEL_FAMILIES", "model_family", "numbers_version"]
 
 CORE = 1
-ALGORITHMS: dict[str, int] = {}
+ALGORITHMS: dict[str, int] = {
+    # 2: gradient distances from one float64 Gram product (selection/facility_location.py), not elementwise
+    "divfl": 2,
+    "subtrunc": 2,
+    "unionfl": 2,
+}
 MODEL_FAMILIES: dict[str, int] = {}
 
 

@@ -19,7 +19,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-# Offline data (see DATA.md): the full Fashion-MNIST from Debian's dataset-fashion-mnist package.
+# Offline data (see docs/data.md): the full Fashion-MNIST from Debian's dataset-fashion-mnist package.
 if [ ! -d /usr/share/datasets/fashion-mnist ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
   echo "setup: installing Debian's dataset-fashion-mnist (real Fashion-MNIST, 30 MB)"
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist; } >/dev/null \

@@ -5,9 +5,9 @@ accuracies, σ_Acc, the pooled test set).
 It runs through the runner like any algorithm: one "client" holds the union of the n clients' training
 samples, and every round is the config's local work on it (``train.local_epochs`` epochs or
 ``train.local_steps`` steps of the same learning rate, batch size, momentum and weight decay), from the
-current model, with no proximal term. The paper does not say how long Centralized trains (A10 of our reading
-list): Equitable-FL's experiments run it with ``train.local_epochs=1``, i.e. K epochs over K rounds. With
-BatchNorm the pooled run's running statistics become the global ones.
+current model, with no proximal term. The paper does not say how long Centralized trains (a reading, stated
+in docs/readings.md): Equitable-FL's experiments run it with ``train.local_epochs=1``, i.e. K epochs over K
+rounds. With BatchNorm the pooled run's running statistics become the global ones.
 
 Faults, beyond the rule of ``base.py``: drawn over the n clients as for any round; a client whose round fails
 (dropout) holds its data back, so the round trains on the pooled data of the clients that upload (a

@@ -79,7 +79,7 @@ class DivFL(FedAvg):
 
     def select(self, t: int) -> tuple[np.ndarray, dict | None]:
         """:meth:`choose`'s clients and what the round reports about the choice (:meth:`selection_notes`)."""
-        objective = self.objective(t, self.distances())
+        objective = self.round_objective(t)
         pools: list[np.ndarray] = []
         chosen = self.maximize(t, objective, pools)
         return chosen, self.selection_notes(t, objective, chosen, pools)
@@ -103,6 +103,10 @@ class DivFL(FedAvg):
         if self.hp.pool_size is not None:
             return self.hp.pool_size
         return stochastic_pool_size(self.sim.num_clients, self.sim.train.clients_per_round, self.hp.subsample)
+
+    def round_objective(self, t: int) -> FacilityLocation:
+        """Round t's set function, over this round's :meth:`distances`."""
+        return self.objective(t, self.distances())
 
     def objective(self, t: int, dist: np.ndarray) -> FacilityLocation:
         """The set function maximised this round (SubTrunc / UnionFL add their terms here)."""

@@ -1,4 +1,4 @@
-"""FairFed re-weighting (Ezzeldin et al., AAAI 2023) as Equitable-FL uses it (§3), FedProx local step.
+"""FairFed re-weighting (Ezzeldin et al., AAAI 2023) as Equitable-FL uses it (§5.2), FedProx local step.
 
 Persistent weights ω̄_k (ω̄_k^0 = n_k / n). Each round, for the sampled clients S (uniform):
 
@@ -36,7 +36,7 @@ def fairfed_gaps(acc: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 def fairfed_update(fair_weights: np.ndarray, gaps: np.ndarray, beta: float) -> np.ndarray:
-    """ω̄_k ← max(0, ω̄_k − β (Δ_k − mean Δ)) for the participants (FairFed Alg. 1; clip: Equitable-FL §3.6)."""
+    """ω̄_k ← max(0, ω̄_k − β (Δ_k − mean Δ)) for the participants (FairFed Alg. 1; clip: Equitable-FL §5.2)."""
     gaps = np.asarray(gaps, dtype=np.float64)
     return np.maximum(np.asarray(fair_weights, dtype=np.float64) - beta * (gaps - gaps.mean()), 0.0)
 

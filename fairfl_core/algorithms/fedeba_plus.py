@@ -12,7 +12,8 @@ round by the fair-angle test on the losses L_i = F_i(x_t) of the received model 
 * otherwise, model alignment (Eqs. 8–9): plain local SGD and Δ_t = (1 − α) Σ_i p_i Δ_i + α Σ_i q_i Δ̃^a_i,
   Δ̃^a_i = x^i_{t,1} − x^i_{t,0} = −η_t ∇F_i(x_t; ξ) a one-step update (q = the ``weighting``: Eq. 9's mean,
   size-weighted with ``"size"``);
-* x_{t+1} = x_t + η Δ_t; the local lr decays through ``train.lr_decay`` (0.999 per round, §4.3).
+* x_{t+1} = x_t + η Δ_t; the local lr decays through ``train.lr_decay`` (App. L.1's decay rate 0.999, per
+  round).
 
 ∇F_i(x_t) is "one local update" (the paper's wording): ``fair_grad="minibatch"`` (default) one minibatch of
 size B, drawn from its own random stream (the engine returns only the final local model, so it is not

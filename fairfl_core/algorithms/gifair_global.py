@@ -95,7 +95,7 @@ def group_ids(partition_groups: np.ndarray, grouping: str = "auto") -> np.ndarra
 
 
 def group_losses(client_losses: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """L_i = (1/|A_i|) Σ_{k∈A_i} F_k, the unweighted mean over the group's clients (GIFAIR-FL §2.1)."""
+    """L_i = (1/|A_i|) Σ_{k∈A_i} F_k, the unweighted mean over the group's clients (GIFAIR-FL Eq. 1, §3)."""
     d = int(groups.max()) + 1
     return np.bincount(groups, weights=client_losses, minlength=d) / np.bincount(groups, minlength=d)
 
@@ -113,7 +113,7 @@ def rank_signs(losses: np.ndarray) -> np.ndarray:
 
 
 def lambda_max(p: np.ndarray, groups: np.ndarray) -> float:
-    """λ_max = min_k p_k |A_{s_k}| / (d − 1) (GIFAIR-FL §3.1): every scale 1 + λ r_k/(p_k|A_{s_k}|) > 0 for
+    """λ_max = min_k p_k |A_{s_k}| / (d − 1) (GIFAIR-FL §3): every scale 1 + λ r_k/(p_k|A_{s_k}|) > 0 for
     0 ≤ λ < λ_max. Individual fairness (d = K): min_k p_k / (K − 1)."""
     sizes = np.bincount(groups)
     return float((p * sizes[groups]).min() / (len(sizes) - 1))

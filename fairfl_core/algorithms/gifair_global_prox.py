@@ -9,7 +9,7 @@ FedProx.
 What the scale counts (``counting``):
 
 * ``"round"`` (default; Equitable-FL §5.2: GIFAIR "requires an actual number of clients participating from
-  each cluster", spec §3.5): only the round's participants S_k. Each reports F_k(w_k), its training loss at
+  each cluster"): only the round's participants S_k. Each reports F_k(w_k), its training loss at
   the global model before local training; L_q is the mean over the participants of cluster q, |A_q| their
   number, r_k ranks only the clusters present, p_k = n_k / Σ_{j∈S_k} n_j, and λ = ``lam_frac`` · λ_max with
   λ_max = min_{k∈S_k} p_k |A_{s_k}| / (d_k − 1) over the d_k clusters present (every α_k > 0). A round with

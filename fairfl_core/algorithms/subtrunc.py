@@ -13,8 +13,9 @@ reference's cache); f_i(w) is the current model's mean cross-entropy on client i
 each round (``loss_mode="fresh"``; ``"stale"``: the loss each client last reported, at the model it
 received); G's scale against H (``objective_scale``): ``"literal"``, eq. 9's sum over the N clients,
 ``"averaged"``, Ḡ/N, or ``"normalised"``, G/Ḡ(∅) (``selection/submodular.py``); ``distance_scale="mean"``
-divides the distances by their mean first. Per round the server computes N losses and N gradients (one
-batched pass each through the engine) and the N × N distances.
+divides the distances by their mean first. Per round the server computes N gradients and, from the same
+pass, N losses (``Engine.gradients_and_losses``; a separate pass where one of them is stale) and the N × N
+distances.
 
 Each round's record (diagnostics) tells whether H moved the choice (:func:`selection_trace`): G's gain gap
 between its best and second-best candidate (``g_gap_min``, ``g_gap_median`` over the greedy steps), H's
@@ -32,7 +33,7 @@ import numpy as np
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.divfl import DivFL, DivFLHyper
 from fairfl_core.algorithms.server_plugins import remember_rows
-from fairfl_core.selection.facility_location import FacilityLocation
+from fairfl_core.selection.facility_location import FacilityLocation, pairwise_distances
 from fairfl_core.selection.submodular import (
     OBJECTIVE_SCALES,
     PHI,
@@ -102,8 +103,17 @@ class SubTrunc(DivFL):
         """f_i(w): the current model's mean training loss of each client (all of them by default)."""
         return self.sim.engine.losses(self.w, clients, "train")[0].cpu().double().numpy()
 
-    def objective(self, t: int, dist: np.ndarray) -> FacilityLocation:
-        losses = self.state["losses"] if self.hp.loss_mode == "stale" else self.client_losses()
+    def round_objective(self, t: int) -> FacilityLocation:
+        """DivFL's; with fresh gradients and fresh losses, both from one pass over every client's data."""
+        if self.hp.grad_mode == "fresh" and self.hp.loss_mode == "fresh":
+            grads, losses = self.sim.engine.gradients_and_losses(self.w, np.arange(self.sim.num_clients))
+            return self.objective(t, pairwise_distances(grads), losses.cpu().double().numpy())
+        return super().round_objective(t)
+
+    def objective(self, t: int, dist: np.ndarray, losses: np.ndarray | None = None) -> FacilityLocation:
+        """W(S) over ``dist`` and the clients' ``losses`` f_i(w) (None: per ``loss_mode``)."""
+        if losses is None:
+            losses = self.state["losses"] if self.hp.loss_mode == "stale" else self.client_losses()
         hp = self.hp
         return subtrunc_objective(
             dist,

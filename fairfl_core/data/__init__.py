@@ -1,7 +1,7 @@
 """Datasets in their real formats, partitioners, and federated assembly.
 
 ``load_dataset(name)`` loads one dataset (see ``DATASETS``); ``make_federated(DataSpec(...), seed)`` splits
-it over clients. Where each dataset comes from offline is described in ``sources.py`` and shared/DATA.md.
+it over clients. Where each dataset comes from offline is described in ``sources.py`` and docs/data.md.
 """
 
 from .build import DATASETS, PARTITIONS, DataSpec, load_dataset, make_federated, select_classes

@@ -225,19 +225,20 @@ class DataSpec:
     ``partition``: iid | shards | dirichlet | pathological | groups | natural, with ``partition_options``
     (shards_per_client, num_shards; alpha, min_size; classes_per_client, assignment, samples_per_class,
     equalize; preset, groups, scale; min_samples). ``client_test``: ``local`` = each client's data split
-    ``1 - test_frac`` / ``test_frac`` (FedEBA+ A18), ``matched`` = the official test pool cut to follow
-    each client's training labels (Equitable-FL A6, SubTrunc §4.2), ``group`` = one test pool per group
-    shared by its clients: the official test samples of the classes the group's clients hold (label-
-    disjoint clusters, Equitable-FL Table 1, GIFAIR FEMNIST-3-groups); ``natural`` always uses the loader's
-    per-owner test split. ``val_frac`` > 0 holds out that share of each client's data for validation
-    (GIFAIR-FL §4: train / val / test = 70 / 10 / 20 with test_frac 0.2, val_frac 0.1): with ``local`` tests
+    ``1 - test_frac`` / ``test_frac`` (FedEBA+: 80/20, the easyFL/FedFV convention; App. L.1 does not describe
+    the clients' test data), ``matched`` = the official test pool cut to follow each client's training labels
+    (Equitable-FL, SubTrunc: their papers do not describe the clients' test sets), ``group`` = one test pool
+    per group shared by its clients: the official test samples of the classes the group's clients hold
+    (label-disjoint clusters, Equitable-FL Table 1, GIFAIR FEMNIST-3-groups); ``natural`` always uses the
+    loader's per-owner test split. ``val_frac`` > 0 holds out that share of each client's data for validation
+    (GIFAIR-FL §5.1: train / val / test = 70 / 10 / 20 with test_frac 0.2, val_frac 0.1): with ``local`` tests
     a third part of the same random split (the test part unchanged); with ``matched`` / ``group`` tests a
     random share of the client's data; with ``natural`` the last ``val_frac`` of the owner's samples (train +
-    test) taken from the end of its training part, after the loader's ``window_gap`` (Shakespeare: the
-    windows overlapping them), as LEAF draws its leak-free train/test boundary. p_k stays the training
-    count.
+    test) taken from the end of its training part, after the loader's ``window_gap`` (Shakespeare: the windows
+    overlapping them), as LEAF draws its leak-free train/test boundary. p_k stays the training count.
     ``pooled_test``: ``official`` test set or ``local_union`` of the client test sets.
-    ``partition_seed``: None = the run seed (FedEBA+ §4.1 recommends a fixed one). ``stand_in``: the paper
+    ``partition_seed``: None = the run seed; the FedEBA+ and GIFAIR-FL configs fix one, since the papers'
+    "5 runs with different random seeds" do not say that the partition changes. ``stand_in``: the paper
     dataset this one replaces, e.g. "CIFAR-10". ``loader_options`` go to the loader (e.g. download, split,
     classes). ``label_noise`` ε ∈ [0, 1): each training label of every client is replaced, with probability
     ε, by a class drawn uniformly among the other classes (symmetric flipping, FedEBA+ Table 13 with

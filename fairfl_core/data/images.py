@@ -42,7 +42,7 @@ EMNIST_CLASSES = {"byclass": 62, "bymerge": 47, "balanced": 47, "letters": 26, "
 _IDX_DTYPES = {0x08: "u1", 0x09: "i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 _GZIP_MAGIC = b"\x1f\x8b"
 _DOWNLOAD_ERRORS = (OSError, RuntimeError, ImportError)  # no network, broken torchvision, absent torchvision
-_GET_AGAIN = "delete it and download it again (the loader's download=True, or the README's data table)"
+_GET_AGAIN = "delete it and download it again (the loader's download=True, or the sources in docs/data.md)"
 
 
 # -- readers ----------------------------------------------------------------------------------------------
@@ -149,7 +149,8 @@ class _Info:
 FASHION_MNIST = _Info("fashion_mnist", 10, (0.2860,), (0.3530,))
 MNIST = _Info("mnist", 10, (0.1307,), (0.3081,))
 EMNIST = _Info("emnist", 62, (0.1751,), (0.3332,))
-# FedEBA+ A15 / easyFL constants for CIFAR-10; the usual CIFAR-100 constants.
+# CIFAR-10: the constants of easyFL, the framework of the FedFV setting FedEBA+ follows (App. L.1); the
+# usual CIFAR-100 constants.
 CIFAR10 = _Info("cifar10", 10, (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010))
 CIFAR100 = _Info("cifar100", 100, (0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762))
 

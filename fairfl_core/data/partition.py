@@ -71,10 +71,10 @@ def iid(num_samples: int, num_clients: int, rng: np.random.Generator) -> Indices
 def shards(
     labels, num_clients: int, shards_per_client: int, rng: np.random.Generator, num_shards: int | None = None
 ) -> Indices:
-    """McMahan et al. (2017) / FedFV / FedEBA+ §4.1 shards: sort by label (stable), cut into ``num_shards``
-    equal shards (default ``num_clients * shards_per_client``; the ``N mod num_shards`` samples at the end
-    of the sorted order are left out), give each client ``shards_per_client`` shards drawn uniformly
-    without replacement. FMNIST: 200 shards of 300, 2 per client -> 600 samples from <= 2 classes.
+    """McMahan et al. (2017) / FedFV / FedEBA+ App. L.1 shards: sort by label (stable), cut into
+    ``num_shards`` equal shards (default ``num_clients * shards_per_client``; the ``N mod num_shards`` samples
+    at the end of the sorted order are left out), give each client ``shards_per_client`` shards drawn
+    uniformly without replacement. FMNIST: 200 shards of 300, 2 per client -> 600 samples from <= 2 classes.
 
     A shard must hold at least ``MIN_SHARD_SIZE`` samples: a shard is a run of one class in the sorted order,
     and shards of one or two images (e.g. 100 clients x 500 shards of FMNIST's 60,000) turn the label-skewed
@@ -122,7 +122,7 @@ def dirichlet(
     min_size: int = 10,
     max_tries: int = 1000,
 ) -> Indices:
-    """Label-Dirichlet (LDA) partition, easyFL / FedMA style (FedEBA+ §4.1, AFGA §4.2): for each class,
+    """Label-Dirichlet (LDA) partition, easyFL / FedMA style (FedEBA+ App. L.1, AFGA §6): for each class,
     draw ``q ~ Dir(alpha * 1_m)``, zero the share of clients already holding >= N/m samples, renormalise,
     cut the shuffled class indices at the cumulative shares; redraw everything until every client holds
     ``min_size`` samples (at most ``max_tries`` times)."""
@@ -163,7 +163,7 @@ def dirichlet(
 def _assign_classes(
     classes: np.ndarray, num_clients: int, k: int, assignment: str, rng: np.random.Generator, max_swaps: int
 ) -> np.ndarray:
-    """``[num_clients, k]`` distinct classes per client (SubTrunc/UnionFL §4.2)."""
+    """``[num_clients, k]`` distinct classes per client (SubTrunc/UnionFL §V)."""
     c = len(classes)
     if assignment == "cyclic":
         perm = rng.permutation(classes)
@@ -200,8 +200,8 @@ def pathological(
     equalize: bool = False,
     max_swaps: int = 100_000,
 ) -> Indices:
-    """``classes_per_client`` distinct classes per client (SubTrunc/UnionFL §4.2: 3 of 10 per client;
-    GIFAIR FEMNIST-skewed §4.1: 5 of 10, 100 images each).
+    """``classes_per_client`` distinct classes per client (SubTrunc/UnionFL §V: 3 of 10 per client;
+    GIFAIR-FL FEMNIST-skewed, §5.1: 5 of 10, 100 images each).
 
     ``assignment``: ``balanced`` (every class held by the same number of clients, +-1), ``cyclic`` (client
     i gets classes pi(i..i+k-1 mod C)) or ``random`` (each client draws k classes uniformly). Data: each
@@ -249,7 +249,8 @@ class GroupSpec:
 
     Sizes: ``per_class`` samples of every class per client (Equitable-FL), or ``per_client`` samples drawn
     uniformly without replacement from the group's pool (natural class frequencies; GIFAIR), or neither:
-    the group's whole remaining pool cut into equal random shards (Equitable-FL FEMNIST, A12)."""
+    the group's whole remaining pool cut into equal random shards (Equitable-FL FEMNIST: §5.1 gives no
+    client sizes)."""
 
     name: str
     classes: tuple[int, ...]
@@ -326,7 +327,7 @@ def _scaled(n: int, scale: float) -> int:
 
 
 def equitable_fl_groups(num_classes: int, scale: float = 1.0) -> list[GroupSpec]:
-    """Equitable-FL Table 1 (§4.1): label-disjoint clusters over consecutive label ranges.
+    """Equitable-FL Table 1 (§5.1): label-disjoint clusters over consecutive label ranges.
     10 classes (MNIST, CIFAR-10): 4 + 6 clients, {0-3}, {4-9}, 800 per class per client. CIFAR-100: 2 + 3 +
     5 clients, {0-19}, {20-49}, {50-99}, 220 / 160 / 100 per class per client. FEMNIST (62): 8, 36, 16,
     18, 12 clients over {0-1}, {2-9}, {10-24}, {25-44}, {45-61}, each cluster's pool cut in equal shards.
@@ -434,7 +435,7 @@ def local_split(
 ) -> tuple[Indices, Indices, Indices]:
     """Shuffle each client's samples: the last ``round(test_frac * n)`` (halves up) are its local test set,
     the ``round(val_frac * n)`` before them its validation set, the rest its training set (FedEBA+'s split:
-    80/20, FMNIST 600 -> 480 / 0 / 120; GIFAIR-FL §4: 70/10/20, 500 -> 350 / 50 / 100). The shuffle and the
+    80/20, FMNIST 600 -> 480 / 0 / 120; GIFAIR-FL §5.1: 70/10/20, 500 -> 350 / 50 / 100). The shuffle and the
     test set do not depend on ``val_frac``. Returns (train, val, test)."""
     if not 0 <= test_frac < 1:
         raise ValueError(
@@ -492,8 +493,9 @@ def _largest_remainder(
 def matched_test(client_train: Indices, train_labels, test_labels, rng: np.random.Generator) -> Indices:
     """Per-client test sets cut from a separate test pool so they follow each client's training labels: the
     shuffled test samples of class c go to the clients holding class c, in proportion to their class-c
-    training counts (largest remainder, keeping totals even). Equitable-FL A6 (a cluster's test images
-    split evenly among its clients), SubTrunc §4.2 (each class's test images split over its holders).
+    training counts (largest remainder, keeping totals even). For Equitable-FL (a cluster's test images
+    split evenly among its clients) and SubTrunc (each class's test images split over its holders), whose
+    papers do not describe the clients' test sets.
     Returns indices into the test pool; classes no client holds stay unassigned."""
     train_labels, test_labels = _labels(train_labels), _labels(test_labels)
     classes = np.unique(np.concatenate([train_labels, test_labels]))

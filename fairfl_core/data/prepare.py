@@ -1,4 +1,4 @@
-"""Prepare the datasets that work offline (shared/DATA.md) and report what is available."""
+"""Prepare the datasets that work offline (docs/data.md) and report what is available."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 A dataset is looked for in each of its sources in turn (an explicit directory, a system package, a
 download, a bundled subset). The first source that has it wins; when none has it, `resolve` raises a
-`FileNotFoundError` that lists every place tried and how to obtain the data (see shared/DATA.md).
+`FileNotFoundError` that lists every place tried and how to obtain the data (see docs/data.md).
 """
 
 from __future__ import annotations

@@ -126,9 +126,17 @@ class FlowerEngine:
         self, w: torch.Tensor, clients: np.ndarray, split: str = "train", loss: SampleLoss | None = None
     ) -> torch.Tensor:
         """``Engine.gradients``: each client's full-batch gradient ``[K, P]``."""
+        return self.gradients_and_losses(w, clients, split, loss)[0]
+
+    def gradients_and_losses(
+        self, w: torch.Tensor, clients: np.ndarray, split: str = "train", loss: SampleLoss | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``Engine.gradients_and_losses``: each client's gradient ``[K, P]`` and mean loss ``[K]`` (one
+        query message)."""
         clients = np.asarray(clients)
         replies = self._ask("query.gradients", clients, self._models(w, clients, loss, split=split))
-        return self._stack(r.arrays["gradient"] for r in replies)
+        losses = self._tensor(np.array([r.config["loss"] for r in replies]))
+        return self._stack(r.arrays["gradient"] for r in replies), losses
 
     def features(
         self, w: torch.Tensor, clients: np.ndarray, split: str = "train", transform: str = "none"

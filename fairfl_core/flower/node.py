@@ -59,8 +59,10 @@ def _evaluate(engine: Engine, request: Payload, client: np.ndarray) -> Payload:
 
 
 def _gradients(engine: Engine, request: Payload, client: np.ndarray) -> Payload:
-    gradient = engine.gradients(_model(engine, request), client, request.config["split"], _loss(request))
-    return Payload({"gradient": array(gradient[0])})
+    gradient, loss = engine.gradients_and_losses(
+        _model(engine, request), client, request.config["split"], _loss(request)
+    )
+    return Payload({"gradient": array(gradient[0])}, {"loss": float(loss[0])})
 
 
 def _features(engine: Engine, request: Payload, client: np.ndarray) -> Payload:

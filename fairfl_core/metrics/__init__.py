@@ -119,8 +119,8 @@ def fairness_summary(
 ) -> dict[str, float]:
     """The standard metric set of a run (keys documented in the module docstring); accuracies in %.
 
-    ``global_acc`` is the global model's accuracy on the pooled test set (FedEBA+ A17); ``groups`` and
-    ``group_weights`` are passed to ``group_accuracies``.
+    ``global_acc`` is the global model's accuracy on the pooled test set (FedEBA+'s "Global Acc.", Table 1);
+    ``groups`` and ``group_weights`` are passed to ``group_accuracies``.
     """
     a = as_vector(acc, "acc")
     nan = math.nan

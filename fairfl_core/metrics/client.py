@@ -137,7 +137,7 @@ def faa(losses: Any, optimal_losses: Any) -> float:
 
 def sigma_acc(a: Any, global_acc: float) -> float:
     """Equitable-FL sigma_Acc = sqrt((1/n) sum_i (Acc_i - Acc)^2): spread of client accuracies around the
-    global (pooled test set) accuracy Acc, not around their mean (Equitable-FL §4.4; docs/readings.md)."""
+    global (pooled test set) accuracy Acc, not around their mean (Equitable-FL §5.2; docs/readings.md)."""
     arr = as_vector(a, "a")
     if not math.isfinite(global_acc):
         raise ValueError(f"global_acc must be a finite accuracy; got {global_acc}")

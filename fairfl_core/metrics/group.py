@@ -40,7 +40,8 @@ def _group_members(groups: Any, m: int) -> dict[Any, np.ndarray]:
 def group_accuracies(a: Any, groups: Any, weights: Any = None) -> dict[Any, float]:
     """Accuracy A_i of each group (GIFAIR Tables 4 and 6).
 
-    Default (GIFAIR A10): the unweighted mean of the group's client accuracies, (1/|A_i|) sum_{k in A_i} a_k.
+    Default (GIFAIR-FL does not define it; read as its group loss L_i is, §3 Objective (1)): the unweighted
+    mean of the group's client accuracies, (1/|A_i|) sum_{k in A_i} a_k.
     With ``weights`` (one per client, e.g. test-sample counts): the weighted mean, which with test counts
     is the pooled accuracy over all of the group's test samples.
     ``groups`` is a label per client or a mapping {group: client indices}. Keys are sorted labels (mapping

@@ -8,7 +8,7 @@ also runs on stand-in data of another shape (e.g. ``cnn_cifar10`` on 1×28×28 F
 Presets (paper values are the defaults):
 
 ==========================  ==========================================================================
-``cnn_cifar10``             FedEBA+ §4.2 / easyFL-FedFV CIFAR-10 CNN: conv 3-64-64 (5×5) + pools,
+``cnn_cifar10``             FedEBA+ App. L.1 / easyFL-FedFV CIFAR-10 CNN: conv 3-64-64 (5×5) + pools,
                             1600-384-192-10; 797,962 params (= the paper's "30.4MB/round" for 10 clients)
 ``cnn_cifar10_narrow``      FedEBA+ Table 21: conv 3-32-32, 800-128-64-10
 ``cnn_cifar10_wide``        FedEBA+ Table 21: conv 3-128-128, 3200-384-192-10 (the paper prints 1600,
@@ -16,17 +16,17 @@ Presets (paper values are the defaults):
 ``cnn_cifar10_shallow``     FedEBA+ Table 22: one conv 3-64 (5×5), global average pool, 64-384-192-10
 ``cnn_cifar10_deep``        FedEBA+ Table 22: conv 3-64-128-128 (3×3, each + pool: 32→30→15→13→6→4→2),
                             512-384-192-10
-``lenet5_mnist``            SubTrunc/UnionFL "LeNet" (§4.3), 1×28×28, conv1 padding 2; 61,706
+``lenet5_mnist``            SubTrunc/UnionFL "LeNet" (§V), 1×28×28, conv1 padding 2; 61,706
 ``lenet5_cifar10``          same on 3×32×32 without padding; 62,006. Also Equitable-FL's CIFAR-10 CNN
                             (§5.1: conv 3→6→16 5×5; the FC widths 120/84 are the classic LeNet-5 ones)
 ``equitable_cnn_cifar100``  Equitable-FL §5.1: 5 conv (3×3, padding 1) + ReLU, 3 max-pools,
-                            8192-512-100 (widths 64-128-256-256-512 are the spec's choice, A11)
+                            8192-512-100 (the paper gives no widths: 64-128-256-256-512 are ours)
 ``equitable_cnn_femnist``   Equitable-FL §5.1: conv 1-32-64 (5×5, no padding) + pools, Dropout(0.2),
                             1024-512-62
 ``leaf_cnn_femnist``        LEAF ``models/femnist/cnn.py``: conv 1-32-64 (5×5, "same") + pools,
                             3136-2048-62; 6,603,710 params
-``ditto_cnn_femnist``       Ditto ``flearn/models/femnist/cnn.py`` (GIFAIR-FL §4.6 default): conv 1-16-32
-                            (5×5, "same") + pools, Dropout(0.25), 1568-128, Dropout(0.5), 128-62
+``ditto_cnn_femnist``       Ditto ``flearn/models/femnist/cnn.py`` (GIFAIR-FL §5.1: 2 conv + 2 FC layers):
+                            conv 1-16-32 (5×5, "same") + pools, Dropout(0.25), 1568-128, Dropout(0.5), 128-62
 ==========================  ==========================================================================
 
 ``features`` returns the input of the head: the post-ReLU output of the last hidden Linear (Equitable-FL's

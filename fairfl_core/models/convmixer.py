@@ -3,8 +3,7 @@
 ``Conv2d(C, h, k=patch, stride=patch) → GELU → BN``, then ``depth`` × [residual(depthwise
 ``Conv2d(h, h, kernel, groups=h, padding="same") → GELU → BN``) → pointwise ``Conv2d(h, h, 1) → GELU → BN``],
 global average pool, ``head = Linear(h, num_classes)``. Kernel 5 and patch 2 are the ConvMixer authors'
-CIFAR defaults (the paper states only "256-8"): 594,186 parameters for 10 classes, 617,316 for 100 (AFGA
-§4.3).
+CIFAR defaults (the paper states only "256-8"): 594,186 parameters for 10 classes, 617,316 for 100.
 
 BatchNorm as in the original; the engine keeps its running statistics per client (``sim/engine.py``).
 ``features`` is the pooled h-d vector. Initialisation: PyTorch defaults.

@@ -20,13 +20,13 @@ by one of two kernels (``LSTMLayer.kernel``, the same function; only the last fl
 Presets:
 
 * ``lstm_leaf`` — LEAF ``models/shakespeare/stacked_lstm.py`` (also q-FFL's and Ditto's, hence GIFAIR-FL
-  §4.4–4.5): embedding 8, 2 × ``BasicLSTMCell(256)``, dense 256 → 80. TensorFlow's ``BasicLSTMCell`` has
+  §5.2): embedding 8, 2 × ``BasicLSTMCell(256)``, dense 256 → 80. TensorFlow's ``BasicLSTMCell`` has
   **one** bias of 4·256 per layer and adds a constant ``forget_bias = 1.0`` (not a parameter) to the forget
   gate: 640 + 271,360 + 525,312 + 20,560 = **817,872** parameters. In PyTorch's form that is b_ih = b and a
   constant b_hh that is 1.0 on the forget block and 0 elsewhere.
 * ``lstm_afga`` — AFGA §6: embedding 80, 2 × LSTM(256) in PyTorch form (**two** biases ``b_ih``, ``b_hh`` per
   layer, no forget bias), Dropout(0.05) before the dense layer: 6,400 + 346,112 + 526,336 + 20,560 =
-  **899,408** parameters (AFGA §4.3). Numerically identical to ``nn.LSTM`` with the same weights.
+  **899,408** parameters. Numerically identical to ``nn.LSTM`` with the same weights.
 
 ``features`` is the top layer's last hidden state h_T (after AFGA's dropout, identity in eval mode).
 Initialisation: PyTorch's ``nn.LSTM``/``nn.Embedding``/``nn.Linear`` defaults (LEAF's TensorFlow code uses

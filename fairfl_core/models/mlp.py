@@ -1,6 +1,6 @@
 """Fully connected models: the 2-hidden-layer MLP and multinomial logistic regression.
 
-* ``mlp`` — FedEBA+ (§4.2 / App. L: "MLP with 2 hidden layers" on MNIST/FMNIST; easyFL/FedFV MLP) and
+* ``mlp`` — FedEBA+ (App. L.1: "MLP with 2 hidden layers" on MNIST/FMNIST; easyFL/FedFV MLP) and
   Equitable-FL's MNIST "simple neural network" (§5.1): ``784 → 200 → ReLU → 200 → ReLU → 10``, 199,210
   parameters.
 * ``mlp_cifar10`` — FedEBA+ Table 9 (CIFAR-10 with the MLP): ``3072 → 200 → 200 → 10``.

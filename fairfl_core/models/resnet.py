@@ -1,9 +1,9 @@
-"""CIFAR ResNet-18 (He et al., 2016), as used by FedEBA+ (CIFAR-100, §4.2), Equitable-FL (all four
+"""CIFAR ResNet-18 (He et al., 2016), as used by FedEBA+ (CIFAR-100, App. L.1), Equitable-FL (all four
 datasets, §5) and AFGA (CIFAR-10, Table 6).
 
 CIFAR variant: 3×3 stem conv with 64 channels, stride 1, no max-pool; BasicBlocks [2, 2, 2, 2] with widths
 64/128/256/512 and strides 1/2/2/2 (1×1 conv + norm shortcut where the shape changes); global average pool;
-``head = Linear(512, num_classes)``. 11,173,962 parameters for 10 classes (AFGA §4.3), 11,220,132 for
+``head = Linear(512, num_classes)``. 11,173,962 parameters for 10 classes, 11,220,132 for
 100; for 1-channel inputs (MNIST/FEMNIST in Equitable-FL) set ``in_channels=1``.
 
 Normalisation (no paper states how it is handled in FL):

@@ -4,12 +4,12 @@ table, the C1–C2 targets view of the same claims, group accuracies and discrep
 :func:`fairfl_core.report.tables.aggregate` (and ``experiment_paper_values``); the notebooks only call these.
 
 Each paper claim quotes its sentence (``S_*``: §5.3 on Tables 2–6, §5.4 on Figure 4, App. 9 on Figure 5, the
-abstract) and is checked once per page; the spec's readings that the paper's text does not state are the
+abstract) and is checked once per page; readings of the paper's tables that its text does not state are the
 package's observations (``report.claims.OBSERVATION``). Table 6 runs on three variants; its claims are decided
 on the one closest to the paper's setting, the random per-window split of the paper's draw
 (:data:`TABLE6_VERDICT`), and are observations on the other two (:data:`TABLE6_OBSERVED`).
 
-Group metrics are the run summaries' ``group_acc_<g>`` (mean of the group's client accuracies, A10) and
+Group metrics are the run summaries' ``group_acc_<g>`` (mean of the group's client accuracies) and
 the discrepancy ``group_gap``, read as the paper reads it: max − min of the group accuracies' means over
 seeds (:func:`seed_mean_discrepancy`), not the mean over seeds of each run's max − min. Which group is
 "worst" and "best" is read from our FedAvg runs; the paper's verdict on the same claim uses the paper's
@@ -17,8 +17,9 @@ numbers for those same groups. Every comparison is decided on seeds (``report.cl
 within noise or fails against Welch's t at 95 % on the difference of seed means; not decided with fewer than
 3 seeds a side).
 
-At the paper profile a table runs every value of each method's grid; :func:`tuned_methods` keeps the value
-rule A9 chooses on the validation split, and every function here then works on that one value per method.
+At the paper profile a table runs every value of each method's grid; :func:`tuned_methods` keeps the value the
+selection rule (§5, q-FFL's) chooses on the validation split, and every function here then works on that one
+value per method.
 """
 
 from __future__ import annotations
@@ -83,11 +84,11 @@ class Tuning(NamedTuple):
 
 
 def tuned_methods(experiment: Experiment, runs: pd.DataFrame) -> Tuning:
-    """The selection rule ("A9": q-FFL's, §5) on a table's runs (``report.load_runs``): a method that ran
-    several values (the paper profile's grids) keeps the one with the lowest validation Var(a) (group tables:
-    validation discrepancy) among those whose mean validation accuracy is within 1 point of FedAvg's
-    (:func:`fairfl_core.report.selection.select_a9`); a method that ran one value (the smoke and quick
-    profiles) keeps it, marked as fixed. A group table's runs come back with the paper's discrepancy
+    """The selection rule (§5, q-FFL's; named "A9" in the tables) on a table's runs (``report.load_runs``):
+    a method that ran several values (the paper profile's grids) keeps the one with the lowest validation
+    Var(a) (group tables: validation discrepancy) among those whose mean validation accuracy is within 1 point
+    of FedAvg's (:func:`fairfl_core.report.selection.select_a9`); a method that ran one value (the smoke and
+    quick profiles) keeps it, marked as fixed. A group table's runs come back with the paper's discrepancy
     (:func:`seed_mean_discrepancy`, on validation and test), which the selection also uses."""
 
     if experiment.name in GROUP_LABELS:
@@ -256,7 +257,8 @@ def _steps_note(experiment: Experiment) -> dict[str, str]:
 
 def _individual_claims(experiment: Experiment) -> list[Claim]:
     """Tables 2, 3, 5: §5.3's sentences on the individual-fairness tables and the abstract's accuracy claim,
-    each comparison once; the spec's C5 (Ditto) and C6 (the baselines against FedAvg) as observations."""
+    each comparison once; Ditto's mean accuracy against FedAvg's and each fair baseline's √Var(a) against
+    FedAvg's, which only the paper's tables show, as observations."""
     m = method_labels(experiment)
     fed, glob, per, ditto = m["FedAvg"], m["GIFAIR-FL-Global"], m["GIFAIR-FL-Per"], m["Ditto"]
     fair = [m[b] for b in FAIR_GLOBAL_BASELINES if b in m]  # the paper's "fair FL benchmark models"
@@ -355,8 +357,9 @@ def _individual_claims(experiment: Experiment) -> list[Claim]:
 
 
 def _group_claims(experiment: Experiment, agg: pd.DataFrame, n: int) -> list[Claim]:
-    """Tables 4, 6: §5.3's sentences on the group tables, each comparison once; the spec's C7 against
-    GIFAIR-FL-Per and C8 against the baselines other than FedAvg as observations. The worst and best group
+    """Tables 4, 6: §5.3's sentences on the group tables, each comparison once; GIFAIR-FL-Global's
+    discrepancy against GIFAIR-FL-Per's and the worst group against the baselines other than FedAvg, which
+    §5.3 does not state, as observations. The worst and best group
     are our FedAvg's."""
     m = method_labels(experiment)
     fed, glob, per = m["FedAvg"], m["GIFAIR-FL-Global"], m["GIFAIR-FL-Per"]
@@ -488,7 +491,7 @@ def targets_table(experiment: Experiment, agg: pd.DataFrame, paper: pd.DataFrame
     """C1 and C2 of an individual-fairness table, the same :class:`Claim` objects as
     :func:`checklist_claims` checked by :func:`~fairfl_core.report.claims.check_claims` (so the two tables
     agree by construction), with the size of the change beside the paper's: √Var(a) in % of FedAvg's (the
-    spec's target was a 25 % reduction; shown as a number, not a second verdict), ā in points. Columns:
+    size is a number to read, e.g. against a 25 % reduction, not a second verdict), ā in points. Columns:
     target (the claim), dataset, FedAvg and GIFAIR-FL-Global ours and the paper's, change ours and the
     paper's, result, basis, holds_in_paper, source."""
     claims = [c for c in _individual_claims(experiment) if c.text.startswith(TARGETS)]

@@ -18,9 +18,11 @@ or ``./reproduce.sh --publish``.
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import sys
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -44,15 +46,27 @@ def _published_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in KEPT)
 
 
-def publish(reports_dir: str | Path, dest: str | Path, results_dir: str | Path | None = None) -> list[str]:
-    """Copy every successful notebook folder of ``reports_dir`` to ``dest`` (replacing that notebook's
-    earlier copy), pack the runs it loaded from ``results_dir`` (if given) into its run archive, and rewrite
-    ``dest/README.md`` and ``dest/index.html``; returns the published names."""
+def publish(
+    reports_dir: str | Path,
+    dest: str | Path,
+    results_dir: str | Path | None = None,
+    only: Sequence[str] | None = None,
+) -> list[str]:
+    """Copy every successful notebook folder of ``reports_dir`` (``only``: of these notebooks, e.g. the ones
+    that just ran; a report left from an earlier run is not republished) to ``dest`` (replacing that
+    notebook's earlier copy), pack the runs it loaded from ``results_dir`` (if given) into its run archive,
+    and rewrite ``dest/README.md`` and ``dest/index.html``; returns the published names."""
     src, dest = Path(reports_dir), Path(dest)
     if not src.is_dir():
         raise FileNotFoundError(f"reports directory {src} does not exist; run ./reproduce.sh first")
+    folders = notebook_folders(src)
+    if only is not None:
+        unknown = sorted(set(only) - {f.name for f in folders})
+        if unknown:
+            raise ValueError(f"no report of notebook(s) {unknown} under {src}: run them first")
+        folders = [f for f in folders if f.name in only]
     published = []
-    for folder in notebook_folders(src):
+    for folder in folders:
         status_file = folder / "status.json"
         status = json.loads(status_file.read_text()) if status_file.exists() else {"status": "not run"}
         if status.get("status") != "ok":
@@ -234,11 +248,22 @@ def markdown_index(dest: str | Path) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-if __name__ == "__main__":
-    if len(sys.argv) not in (3, 4):
-        sys.exit("usage: python -m fairfl_core.report.publish reports/<p> published/<p> [results/<p>]")
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m fairfl_core.report.publish",
+        description="Publish notebook reports: tables, figures, run archives, README.md and index.html",
+    )
+    parser.add_argument("reports", help="reports/<profile>")
+    parser.add_argument("dest", help="published/<profile>")
+    parser.add_argument("results", nargs="?", help="results/<profile>: pack each page's runs")
+    parser.add_argument("--only", nargs="+", metavar="NOTEBOOK", help="publish only these notebooks")
+    args = parser.parse_args(argv)
     try:
-        names = publish(*sys.argv[1:])
+        names = publish(args.reports, args.dest, args.results, args.only)
     except (FileNotFoundError, ValueError) as e:
         sys.exit(f"publish: {e}")
-    print(f"published {len(names)} notebook(s) to {sys.argv[2]}: {', '.join(names) or 'none'}")
+    print(f"published {len(names)} notebook(s) to {args.dest}: {', '.join(names) or 'none'}")
+
+
+if __name__ == "__main__":
+    main()

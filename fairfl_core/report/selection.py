@@ -1,4 +1,4 @@
-"""Hyperparameter selection on validation data: GIFAIR-FL's rule ("A9" in the tables; §5, the q-FFL rule
+"""Hyperparameter selection on validation data: GIFAIR-FL's rule (named "A9" in the tables; §5, the q-FFL rule
 "the best q is the q value where the variance decreases the most while the averaged testing accuracy is
 superior or similar to FedAvg"), applied to the clients' validation splits, never to their test splits.
 
@@ -45,8 +45,8 @@ def select_a9(
     tolerance: float = 1.0,
     by: str = "algorithm",
 ) -> pd.DataFrame:
-    """Rule A9 on ``runs`` (rows of :func:`fairfl_core.report.results.load_runs`: one per method × value ×
-    seed) against the ``fedavg`` rows (one per seed).
+    """The selection rule on ``runs`` (rows of :func:`fairfl_core.report.results.load_runs`: one per method ×
+    value × seed) against the ``fedavg`` rows (one per seed).
 
     ``by`` names the column that tells the methods apart; ``hyperparameter`` maps each method to the
     column holding its value (e.g. ``{"qffl": "config.algorithm.params.q"}``). A value is a candidate when

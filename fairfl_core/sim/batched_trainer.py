@@ -141,6 +141,9 @@ class BatchedStack(ClientStack):
 
     def __init__(self, trainer: BatchedTrainer, start, spec, schedule, running=None):
         super().__init__(trainer, start, spec, schedule, running)
+        # the loop axis computes each row alone, so leaving idle rows out changes no bit; a batched call
+        # (vmap, bmm) of another size may round otherwise, so it keeps them, masked
+        self.skips_idle_rows = trainer.client_axis == "loop"
         self.bufs = [torch.zeros_like(t) for t in self.ws] if spec.momentum else None
         self.gradient = trainer.gradient_fn(spec)
 

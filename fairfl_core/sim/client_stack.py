@@ -78,10 +78,25 @@ class ClientStack:
     def num_clients(self) -> int:
         return len(self.cursor)
 
+    skips_idle_rows = False  # a subclass that computes each row alone sets it: idle rows are left out
+
     def step(self, rows: np.ndarray | None = None) -> None:
         """Advance ``rows`` (indices into the K clients, None = all) by one step each, on each one's next
-        minibatch; a row whose schedule is padded or exhausted there stays as it is."""
+        minibatch; a row whose schedule is padded or exhausted there stays as it is. Where
+        :attr:`skips_idle_rows`, such a row is left out of the step's computation (a stack of clients with
+        unequal schedules then costs the steps its clients take, not K times its longest schedule)."""
         sel, host_rows, steps, on = self._positions(rows)
+        if self.skips_idle_rows and on.any() and not on.all():
+            hosts = np.arange(self.num_clients) if host_rows is None else host_rows
+            idle = hosts[~on]
+            self._advance(
+                torch.as_tensor(idle, device=self.device),
+                idle,
+                torch.zeros(len(idle), dtype=self.dtype, device=self.device),
+                on[~on],
+            )
+            host_rows, steps = hosts[on], steps[on]
+            sel, on = torch.as_tensor(host_rows, device=self.device), on[on]
         if on.any():
             self._step(sel, host_rows, steps, on)
         elif len(steps):

@@ -46,7 +46,7 @@ class Simulation:
         return draw_faults(self.fault_config, self.rng(t, "faults"), clients)
 
     def lr(self, t: int) -> float:
-        """Client learning rate of round t (per-round decay, FedEBA+ §4.3: η_t = η · 0.999^t)."""
+        """Client learning rate of round t (per-round decay, FedEBA+ App. L.1: η_t = η · 0.999^t)."""
         return self.train.lr * self.train.lr_decay**t
 
     def local_spec(self, t: int, **changes) -> LocalSpec:

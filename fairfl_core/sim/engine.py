@@ -298,6 +298,13 @@ class Engine:
         """Full-batch gradient ``[K, P]`` of each client's mean loss at ``w`` (``[P]`` or ``[K, P]``);
         ``loss``: the per-sample loss (``LocalSpec.loss``; None = ``local.cross_entropy``, whose closed form
         ``mlp_step.py`` has)."""
+        return self.gradients_and_losses(w, clients, split, loss)[0]
+
+    def gradients_and_losses(
+        self, w: torch.Tensor, clients: np.ndarray, split: str = "train", loss: SampleLoss | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`gradients` and each client's mean loss ``[K]`` from the same pass: the loss :meth:`losses`
+        gives, summed in another order."""
         clients = np.asarray(clients)
         sample_loss = loss or cross_entropy
         closed_form = self.relu_mlp if loss is None else None
@@ -311,19 +318,21 @@ class Engine:
             in_dims = (0 if w.dim() == 2 else None, 0, 0, 0)
             fn = client_grad_and_value(loss_sum, axis, in_dims=in_dims)
         out = torch.zeros(len(clients), self.space.size, dtype=self.dtype, device=self.device)
+        loss_sums = torch.zeros(len(clients), dtype=self.dtype, device=self.device)
         self.eval_mode()
         for rows, idx, mask in self._padded_chunks(clients, split):
             x, y = self.data.inputs(idx, self.dtype), self.data.y[idx]
             if closed_form is not None:  # client_axis "bmm", the closed form: the chunk's mean gradient
-                kc = rows.stop - rows.start  # × its sample count
+                kc, count = rows.stop - rows.start, mask.sum(1)  # × its sample count
                 stacked = self.space.unflatten(w[rows] if w.dim() == 2 else w.expand(kc, -1))
-                g, _ = mlp_gradient(closed_form[0], list(stacked.values()), x, y, mask, mask.sum(1))
-                grads = dict(zip(self.space.names, g.tensors(), strict=True))
+                g, mean = mlp_gradient(closed_form[0], list(stacked.values()), x, y, mask, count)
+                grads, value = dict(zip(self.space.names, g.tensors(), strict=True)), mean * count
             else:
-                grads, _ = fn(self.space.unflatten(w[rows] if w.dim() == 2 else w), x, y, mask)
+                grads, value = fn(self.space.unflatten(w[rows] if w.dim() == 2 else w), x, y, mask)
             out[rows] += self.space.flatten(grads, batch_dims=1)
-        n = torch.as_tensor(self._counts[split][clients], dtype=self.dtype, device=self.device)
-        return out / n.clamp_min(1)[:, None]
+            loss_sums[rows] += value.detach()
+        n = torch.as_tensor(self._counts[split][clients], dtype=self.dtype, device=self.device).clamp_min(1)
+        return out / n[:, None], loss_sums / n
 
     def features(
         self, w: torch.Tensor, clients: np.ndarray, split: str = "train", transform: str = "none"

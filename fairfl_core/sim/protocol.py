@@ -99,6 +99,12 @@ class ClientEngine(Protocol):
         cross-entropy)."""
         ...
 
+    def gradients_and_losses(
+        self, w: torch.Tensor, clients: np.ndarray, split: str = "train", loss: SampleLoss | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`gradients` and each client's mean ``loss`` ``[K]``, from one pass over the data."""
+        ...
+
     def features(
         self, w: torch.Tensor, clients: np.ndarray, split: str = "train", transform: str = "none"
     ) -> torch.Tensor:

@@ -74,8 +74,22 @@ def test_stale_losses_are_refreshed_for_the_uploading_clients_only():
 def test_stochastic_greedy_over_every_candidate_is_exact_greedy():
     sim = tiny_sim()
     algo = build_algorithm("subtrunc", sim, {"pool_size": 6})
-    dist = pairwise_distances(sim.engine.gradients(algo.w, np.arange(6)))
-    assert np.array_equal(algo.choose(0), greedy(algo.objective(0, dist), 3))
+    grads, losses = sim.engine.gradients_and_losses(algo.w, np.arange(6))
+    objective = algo.objective(0, pairwise_distances(grads), losses.double().numpy())
+    assert np.array_equal(algo.choose(0), greedy(objective, 3))
+
+
+def test_fresh_losses_come_from_the_gradients_pass():
+    """With fresh gradients and losses, the round's φ inputs are the gradients' pass's losses: the mean
+    cross-entropy ``Engine.losses`` gives, summed in another order (a client's ≤ 117 tiny samples through the
+    MLP's 4 reductions)."""
+    sim = tiny_sim()
+    algo = build_algorithm("subtrunc", sim, {"objective_scale": "literal"})
+    grads, losses = sim.engine.gradients_and_losses(algo.w, np.arange(6))
+    assert algo.round_objective(0).value([1, 4]) == algo.objective(
+        0, pairwise_distances(grads), losses.double().numpy()
+    ).value([1, 4])  # one computation
+    assert_close(losses, sim.engine.losses(algo.w, None, "train")[0], terms=117, depth=4, what="losses")
 
 
 @pytest.mark.parametrize(

@@ -216,7 +216,9 @@ def test_a_custom_loss_travels_with_evaluate_and_gradient_requests(monkeypatch):
     gradients = torch.cat([on_nodes.gradients(w, k, loss=loss) for k in alone])
     assert torch.equal(flower.losses(w, clients, loss=loss)[0], losses)
     assert torch.equal(flower.gradients(w, clients, loss=loss), gradients)
-    assert len(loaded) == 4 and all(f.func is cross_entropy for f in loaded)
+    pass_losses = torch.cat([on_nodes.gradients_and_losses(w, k, loss=loss)[1] for k in alone])
+    assert torch.equal(flower.gradients_and_losses(w, clients, loss=loss)[1], pass_losses)
+    assert len(loaded) == 6 and all(f.func is cross_entropy for f in loaded)
     with pytest.raises(FlowerUnsupported, match="pooled training data"):
         flower.train_pooled(clients, w, None, 0)
 

@@ -85,6 +85,24 @@ def test_the_readme_names_the_parameters_a_notebook_ran_with(tmp_path):
     assert readme.count("parameters set") == 1  # afga ran with the notebook's own parameters
 
 
+def test_only_the_notebooks_named_are_published(tmp_path, capsys):
+    """reproduce.sh --only X --publish publishes X alone: another notebook's report left from an earlier
+    call stays out, and the published copy of it stays as it was."""
+    reports, dest = tmp_path / "reports" / "quick", tmp_path / "published" / "quick"
+    _notebook(reports / "gifair_fl", "ok")
+    _notebook(reports / "quickstart", "ok", commit="0ld0ld0")
+    (dest / "quickstart").mkdir(parents=True)
+    (dest / "quickstart" / "table1.md").write_text("the page published later than that report")
+    assert publish(reports, dest, only=["gifair_fl"]) == ["gifair_fl"]
+    assert (dest / "quickstart" / "table1.md").read_text() == "the page published later than that report"
+    with pytest.raises(ValueError, match=r"no report of notebook\(s\) \['afga'\] under .*: run them first"):
+        publish(reports, dest, only=["afga"])
+    publish_module.main([str(reports), str(dest), "--only", "quickstart", "gifair_fl"])
+    assert "published 2 notebook(s)" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="publish: no report of notebook"):
+        publish_module.main([str(reports), str(dest), "--only", "afga"])
+
+
 def test_publish_names_a_missing_reports_folder(tmp_path):
     with pytest.raises(FileNotFoundError, match="run ./reproduce.sh first"):
         publish(tmp_path / "reports" / "paper", tmp_path / "published" / "paper")

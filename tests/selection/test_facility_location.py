@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from fairfl_core.selection.facility_location import (
+    GRAM_RELATIVE_ERROR,
     FacilityLocation,
     facility_location_cost,
     facility_location_gain,
@@ -164,6 +165,51 @@ def test_pairwise_distances_exact():
     d = pairwise_distances(x)
     assert np.allclose(d, [[0, 5, 0], [5, 0, 5], [0, 5, 0]]) and d[0, 2] == 0.0
     assert np.allclose(pairwise_distances(x[:1], x), [[0, 5, 0]])
+
+
+def _exact_distances(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """‖a − b‖ with each float32 difference exact in float64, each square rounded once (relative error
+    2⁻⁵³) and the sum correctly rounded (math.fsum): the reference the Gram form is held to."""
+    import math
+
+    diff = x[:, None, :].astype(np.float64) - y[None, :, :].astype(np.float64)
+    return np.sqrt([[math.fsum(row) for row in block] for block in diff**2])
+
+
+def test_pairwise_distances_are_within_the_gram_bound_of_the_exact_ones():
+    """float32 rows of P = 50,000 (gradient-sized): every distance within GRAM_RELATIVE_ERROR (plus the
+    final square root's half ulp) of the exact one, including pairs 1e-5 apart relative to their norm, which
+    the Gram form alone would get wrong (its error bound there, γ_P·4‖a‖² ≈ 2e-11‖a‖², is about 20 % of
+    d² = 1e-10‖a‖²) and which are recomputed elementwise."""
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(6, 50_000, generator=gen) * 0.01
+    x[3] = x[0] + 1e-5 * 0.01 * torch.randn(50_000, generator=gen)  # nearly equal to row 0
+    x[4] = x[1]  # equal to row 1
+    y = torch.cat([x[:2], torch.randn(3, 50_000, generator=gen)])
+    for a, b in ((x, None), (x, y)):
+        got = pairwise_distances(a, b)
+        exact = _exact_distances(a.numpy(), (a if b is None else b).numpy())
+        tol = (GRAM_RELATIVE_ERROR + np.finfo(np.float64).eps) * exact
+        assert (np.abs(got - exact) <= tol).all(), np.abs(got - exact).max()
+    d = pairwise_distances(x)
+    assert d[1, 4] == d[4, 1] == 0.0 and (np.diag(d) == 0).all() and (d == d.T).all()
+    assert d[0, 3] > 0
+
+
+def test_pairwise_distances_in_the_papers_regime():
+    """100 clients' LeNet-5-sized gradients (P = 61,706) that share a common direction, as clients' gradients
+    at one model do: the distances are far below the norms, where the Gram form cancels most; still within
+    the bound of the exact distances."""
+    gen = torch.Generator().manual_seed(1)
+    common = torch.randn(61_706, generator=gen)
+    x = common + 0.01 * torch.randn(12, 61_706, generator=gen)
+    got, exact = pairwise_distances(x), _exact_distances(x.numpy(), x.numpy())
+    assert (np.abs(got - exact) <= (GRAM_RELATIVE_ERROR + np.finfo(np.float64).eps) * exact).all()
+
+
+def test_pairwise_distances_name_mismatched_rows():
+    with pytest.raises(ValueError, match=r"\[K, P\] and \[M, P\] rows, got \(2, 3\) and \(2, 4\)"):
+        pairwise_distances(torch.zeros(2, 3), torch.zeros(2, 4))
 
 
 def test_bad_inputs_name_the_problem():

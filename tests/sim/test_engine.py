@@ -88,12 +88,15 @@ def test_losses_and_gradients_match_a_plain_module(client_axis):
     model = tiny_model().double()
     loss, acc = e.losses(w, np.array([1, 3]))
     grads = e.gradients(w, np.array([1, 3]))
+    grads_too, pass_loss = e.gradients_and_losses(w, np.array([1, 3]))
+    assert torch.equal(grads_too, grads)  # one computation
     data = e.data
     for row, k in enumerate([1, 3]):
         ix = data.client_train[k]
         out = model(data.inputs(ix, torch.float64))
         ref = F.cross_entropy(out, data.y[ix])
         assert_close(loss[row], ref, **bound(0, LOSS), what="loss")
+        assert_close(pass_loss[row], ref, **bound(0, LOSS), what="loss of the gradients' pass")
         assert_accuracy(acc[row], (out.argmax(1) == data.y[ix]).double().mean(), len(ix))
         model.zero_grad()
         ref.backward()
@@ -113,11 +116,13 @@ def test_a_custom_loss_defines_losses_gradients_and_training_alike(client_axis):
     loss, _ = e.losses(w, clients, loss=smoothed)
     loss_s, _ = e.losses(torch.stack([w, w]), clients, loss=smoothed)  # the per-client-model path
     grads = e.gradients(w, clients, loss=smoothed)
+    pass_loss = e.gradients_and_losses(w, clients, loss=smoothed)[1]
     model = tiny_model().double()
     for row, k in enumerate(clients):
         ix = e.data.client_train[k]
         ref = smoothed(model(e.data.inputs(ix, torch.float64)), e.data.y[ix]).mean()
         assert_close(loss[row], ref, **bound(0, LOSS), what="loss")
+        assert_close(pass_loss[row], ref, **bound(0, LOSS), what="loss of the gradients' pass")
         assert_close(loss_s[row], ref, **bound(0, LOSS), what="loss of the stacked models")
         model.zero_grad()
         ref.backward()
@@ -141,6 +146,9 @@ def test_stacked_models_losses_and_gradients_equal_one_model_each(client_axis):
     clients = np.array([0, 4, 5])
     loss_s, acc_s = e.losses(stacked, clients, split="test")
     grads_s = e.gradients(stacked, clients)
+    pass_loss = e.gradients_and_losses(stacked, clients)[1]
+    train_loss = e.losses(stacked, clients)[0]
+    assert_close(pass_loss, train_loss, **bound(0, LOSS), what="loss of the gradients' pass")
     for row, k in enumerate(clients):
         loss_1, acc_1 = e.losses(stacked[row], np.array([k]), split="test")
         assert_close(loss_s[row], loss_1[0], **bound(0, LOSS), what="loss")

@@ -85,6 +85,43 @@ def test_any_interleaving_of_row_subsets_gives_each_client_its_own_trajectory(ki
     assert (stack.steps_taken() == stack.schedule.active.sum(axis=1)).all()
 
 
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_the_loop_axis_leaves_idle_rows_out_with_the_same_bits(model):
+    """Clients of 7, 17 and 32 samples for 2 epochs take 4, 8 and 14 steps (13: one idle step in the
+    middle, as a schedule may have): on the loop axis the stack
+    computes only the rows that step (``skips_idle_rows``), and every number equals the lockstep run that
+    carries the idle rows masked (each row is its own computation either way): parameters, momentum,
+    proximal drift, a per-client shift, the objective and both in-training statistics."""
+    engine = _engine("batched", "loop", model=model)
+    shift = 0.01 * torch.randn(
+        3, engine.space.size, dtype=torch.float64, generator=torch.Generator().manual_seed(2)
+    )
+    spec = _spec(steps=None, epochs=2, grad_shift=shift, statistics=(ActivationMean(), StepLosses()))
+    results = []
+    for skip in (True, False):
+        stack = engine.stack(CLIENTS, engine.init_params(), spec, seed=4)
+        assert stack.skips_idle_rows
+        stack.skips_idle_rows = skip
+        stack.schedule.active[2, 3] = False  # a hole: client 5 idles at step 3 and steps again at step 4
+        for _ in range(stack.schedule.num_steps):
+            stack.step()
+        results.append(stack.result())
+    assert list(stack.schedule.active.sum(axis=1)) == [4, 8, 13]
+    skipped, carried = results
+    assert torch.equal(skipped.params, carried.params)
+    assert torch.equal(skipped.train_loss, carried.train_loss)
+    assert skipped.stats.keys() == carried.stats.keys()
+    for name in skipped.stats:  # step losses are NaN after a client's last step
+        torch.testing.assert_close(skipped.stats[name], carried.stats[name], rtol=0, atol=0, equal_nan=True)
+    assert (stack.steps_taken() == [4, 8, 13]).all()
+
+
+def test_batched_axes_keep_idle_rows_in_the_call():
+    for axis in ("bmm", "vmap"):
+        engine = _engine("batched", axis)
+        assert not engine.stack(CLIENTS, engine.init_params(), _spec(), seed=0).skips_idle_rows
+
+
 def test_an_exhausted_row_stays_put():
     engine = _engine()
     stack = engine.stack(CLIENTS, engine.init_params(), _spec(steps=2), seed=0)

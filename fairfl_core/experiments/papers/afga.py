@@ -2,14 +2,14 @@
 names no authors): Tables 1, 4 and 5 and Figures 1, 2 and 6 on CIFAR-10 as experiments; Table 7 is computed
 from the Setting 1 runs (``report/afga.py``).
 
-Protocol (§4, App. B.2): a Dirichlet(0.6) "hetero-dir" partition (min 10 samples per client), ConvMixer-256-8
-(kernel 5, patch 2), M clients per round sampled uniformly without replacement, Z = 24 local SGD steps of
-batch 50 without momentum, a uniform average of the uploads, 500 rounds, the test accuracy of the server
-model on the official test set after every round. Settings (§4.4): 1 = N 100, M 5; 2 = N 50, M 5; 3 = N 100,
-M 10; 4 = N 50, M 10; CAFGA uses K = 5 clusters. Learning rates (η_l, η), Table 9 with the AFGA/CAFGA and
-FedAMSGrad columns read as swapped (``docs/readings.md``): FedAvg, SCAFFOLD, FedProx (0.1, 1); FedAdam and
-FedAMSGrad (1, 0.01); AFGA and CAFGA (2, 0.01); FedDyn (0.1, its own server step). FedProx's μ = 0.01 and
-FedDyn's α = 0.01 are not given by the paper.
+Protocol (§6 "Implementation overview", App. B.2): a Dirichlet(0.6) "hetero-dir" partition (min 10 samples
+per client), ConvMixer-256-8 (kernel 5, patch 2), M clients per round sampled uniformly without replacement,
+Z = 24 local SGD steps of batch 50 without momentum, a uniform average of the uploads, 500 rounds, the test
+accuracy of the server model on the official test set after every round. Settings (§6.1, §6.3): 1 = N 100,
+M 5; 2 = N 50, M 5; 3 = N 100, M 10; 4 = N 50, M 10; CAFGA uses K = 5 clusters. Learning rates (η_l, η),
+Table 9 with the AFGA/CAFGA and FedAMSGrad columns read as swapped (``docs/readings.md``): FedAvg, SCAFFOLD,
+FedProx (0.1, 1); FedAdam and FedAMSGrad (1, 0.01); AFGA and CAFGA (2, 0.01); FedDyn (0.1, its own server
+step). FedProx's μ = 0.01 and FedDyn's α = 0.01 are not given by the paper.
 
 CIFAR-10 is not available offline: without its pickle batches every experiment runs on the labelled
 Fashion-MNIST stand-in with the same partition and model structure (1 input channel). The ``quick`` profile

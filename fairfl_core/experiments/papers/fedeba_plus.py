@@ -1,5 +1,5 @@
 """FedEBA+ (Wang, Wang, Shi, Karimireddy & Tang, "Entropy-driven Fair and Effective Federated Learning"):
-Tables 1, 3, 15, 16 and Figures 9, 14 (§4 and App. M of the paper).
+Tables 1, 3, 15, 16 and Figures 9, 14 (§6 and App. M of the paper).
 
 Data: Fashion-MNIST is real (``configs/fedeba_fmnist_mlp.yaml``, the paper's exact Table 1 setting). CIFAR-10
 is not available offline: when its pickle batches are not under the data root, the CIFAR-10 experiments swap
@@ -9,10 +9,10 @@ label shards, or the same Dirichlet split) with the paper's CIFAR-10 CNN adapted
 
 Methods and hyper-parameters follow Table 7 (the configurations behind Table 1): q-FFL q = 0.5, FedMGDA+
 ε = 0.03, PropFair M = 0.2 / ε = 0.2, TERM t = 0.1, Ditto λ = 0.5 (grid {0, 0.5}), AAggFF with the normal
-CDF; FedEBA+ α = 0.9, τ = 0.1, θ = 0°; Prac-FedEBA+ θ = 15° (α, τ as FedEBA+, A16). Ditto's row is its global
-model (the paper's numbers read so: variance 55.56 and best 5 % 95.79 are no personal model's on two labels);
-its personal models are an extra row of the same run. FOCUS, lp-proj and Rank-Core-Fed are not implemented
-(``NOT_IMPLEMENTED`` says why); their rows are kept, marked, in the tables.
+CDF; FedEBA+ α = 0.9, τ = 0.1, θ = 0°; Prac-FedEBA+ θ = 15° (α, τ as FedEBA+'s: the paper gives none for
+it). Ditto's row is its global model (the paper's numbers read so: variance 55.56 and best 5 % 95.79 are no
+personal model's on two labels); its personal models are an extra row of the same run. FOCUS, lp-proj and
+Rank-Core-Fed are not implemented (``NOT_IMPLEMENTED`` says why); their rows are kept, marked, in the tables.
 PropFair at M = ε = 0.2 is, in the official code, FedAvg on 5× the loss (every positive loss is past the
 threshold): at η = 0.1 it diverges in round 2, as FedAvg at η = 0.5 does, so its row is reported as diverged
 and Table 7's M = 5 runs beside it (no paper row).

@@ -34,13 +34,13 @@ Hyperparameters: every client's data is split 70/10/20 into train / validation /
 ``paper`` profile runs every value of each method's grid (the paper's §5 "Implementation" prints q ∈ {0,
 0.001, 0.01, 0.1, 1, 2, 5, 10}, TERM t ∈ {1, 2, 5}, Ditto λ ∈ {0.01, 0.05, 0.1, 0.5, 1, 2, 5} and GIFAIR λ ∈
 {0, 0.1, …, 0.9} λ_max; it prints none for AFL and FedMGDA+, which run γ_λ ∈ {0.001, 0.01, 0.1} and
-ε ∈ {0.05, 0.1, 0.5, 1}; the paper profile's ``methods``) and rule A9 chooses one value per method on the
-validation metrics (``report.gifair_fl.tuned_methods``). The ``smoke`` and ``quick`` profiles (CPU budget)
-run one **fixed, not selected** value of each grid: q = 1, t = 1, γ_λ = 0.01, ε = 0.1, λ_Ditto = 0.5;
-GIFAIR λ = 0.9 λ_max for individual fairness (d = K) and 0.5 λ_max for groups (the paper's "moderate" λ,
-Figure 4). q = 1 is the smallest printed q that moves q-FFL clearly away from FedAvg: q = 0 is FedAvg, and
-with q ≤ 0.1 the weights F_k^q of losses between 0.3 and 3 lie within 0.89–1.12 (q = 1: 0.3–3). The λ
-sweeps cover the paper's whole grid {0, 0.1, …, 0.9} λ_max at every profile.
+ε ∈ {0.05, 0.1, 0.5, 1}; the paper profile's ``methods``) and the selection rule (§5, q-FFL's) chooses one
+value per method on the validation metrics (``report.gifair_fl.tuned_methods``). The ``smoke`` and ``quick``
+profiles (CPU budget) run one **fixed, not selected** value of each grid: q = 1, t = 1, γ_λ = 0.01, ε = 0.1,
+λ_Ditto = 0.5; GIFAIR λ = 0.9 λ_max for individual fairness (d = K) and 0.5 λ_max for groups (the paper's
+"moderate" λ, Figure 4). q = 1 is the smallest printed q that moves q-FFL clearly away from FedAvg: q = 0 is
+FedAvg, and with q ≤ 0.1 the weights F_k^q of losses between 0.3 and 3 lie within 0.89–1.12 (q = 1: 0.3–3).
+The λ sweeps cover the paper's whole grid {0, 0.1, …, 0.9} λ_max at every profile.
 """
 
 from __future__ import annotations
@@ -286,8 +286,8 @@ _GRID_NOTE = "every value of each method's grid, one chosen per method by rule A
 
 
 def _table_profiles(profiles: dict[str, Profile], grid: tuple[Method, ...]) -> dict[str, Profile]:
-    """A table's profiles: one fixed value per method at the short ones, the whole ``grid`` (for rule A9)
-    at paper."""
+    """A table's profiles: one fixed value per method at the short ones, the whole ``grid`` (for the
+    selection on validation) at paper."""
     return {
         name: each_variant(p, lambda q: replace(q, description=f"{q.description}; {_FIXED_NOTE}"))
         if name != "paper"
