@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import cast
+
+import torch
 from torch import nn
 
 __all__ = ["FeatureView"]
@@ -14,5 +18,5 @@ class FeatureView(nn.Module):
         super().__init__()
         self.inner = model
 
-    def forward(self, x):
-        return self.inner.features(x)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return cast(Callable[[torch.Tensor], torch.Tensor], self.inner.features)(x)

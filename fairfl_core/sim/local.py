@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import torch
 from torch.nn import functional as F
@@ -49,6 +50,7 @@ __all__ = [
 ]
 
 Tensors = list[torch.Tensor]
+T = TypeVar("T")
 SampleLoss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (logits [B, C], labels [B]) → [B]
 
 
@@ -91,6 +93,13 @@ class StepTerm:
         return None
 
 
+def bound(value: T | None) -> T:
+    """A step term's per-stack state, which ``bind`` sets before any step reads it."""
+    if value is None:
+        raise RuntimeError("a step term was used before bind(space, start) gave it its stack")
+    return value
+
+
 def take(values: Tensors, rows: torch.Tensor | None) -> Tensors:
     """The stepping rows of stacked per-parameter tensors ``[K, ...]`` (all of them for ``rows=None``)."""
     return values if rows is None else [v[rows] for v in values]
@@ -121,15 +130,16 @@ class Mix(StepTerm):
     _share: torch.Tensor | None = field(default=None, repr=False)
 
     def bind(self, space, start):
-        fixed = torch._foreach_mul(stacked_views(space, self.vector, start), self.alpha)
+        fixed = list(torch._foreach_mul(stacked_views(space, self.vector, start), self.alpha))
         share = start[0].new_full((start[0].shape[0],), 1 - self.alpha)
         return Mix(self.alpha, self.vector, fixed, share)
 
     def scale(self, rows):
-        return self._share if rows is None else self._share[rows]
+        share = bound(self._share)
+        return share if rows is None else share[rows]
 
     def drift(self, ws, rows):
-        return take(self._fixed, rows)
+        return take(bound(self._fixed), rows)
 
 
 @dataclass
@@ -143,7 +153,7 @@ class Shift(StepTerm):
         return Shift(self.vector, stacked_views(space, self.vector, start))
 
     def drift(self, ws, rows):
-        return take(self._views, rows)
+        return take(bound(self._views), rows)
 
 
 @dataclass
@@ -159,7 +169,7 @@ class Prox(StepTerm):
         return Prox(self.mu, self.ref, ref)
 
     def drift(self, ws, rows):
-        return torch._foreach_mul(torch._foreach_sub(ws, take(self._ref, rows)), self.mu)
+        return torch._foreach_mul(torch._foreach_sub(ws, take(bound(self._ref), rows)), self.mu)
 
 
 @dataclass

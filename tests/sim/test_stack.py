@@ -289,3 +289,10 @@ def test_gradients_of_an_exhausted_row_are_zero():
     stack = _engine().stack(CLIENTS, _engine().init_params(), _spec(steps=1, momentum=0.0), seed=0)
     stack.step()
     assert torch.equal(stack.gradients(), torch.zeros(3, stack.trainer.space.size, dtype=torch.float64))
+
+
+def test_a_step_term_used_before_bind_names_the_problem():
+    from fairfl_core.sim.local import Shift
+
+    with pytest.raises(RuntimeError, match=r"used before bind\(space, start\)"):
+        Shift(torch.zeros(3)).drift([torch.zeros(2, 3)], None)
