@@ -84,6 +84,7 @@ def pairwise_distances(x: torch.Tensor, y: torch.Tensor | None = None) -> np.nda
     loose = d2 - bound < bound / GRAM_RELATIVE_ERROR
     if same:
         d2 = (d2 + d2.T) / 2  # a·b and b·a may round apart in the product; the distance is symmetric
+        loose |= loose.T.clone()  # so both halves of a recomputed pair are recomputed
         loose.fill_diagonal_(False)
         d2.fill_diagonal_(0.0)
     for i in loose.any(1).nonzero().flatten().tolist():
