@@ -27,7 +27,7 @@ from paper_cost import build, first_plan
 
 import fairfl_core.experiments.papers  # noqa: F401  (registers the experiments)
 from fairfl_core.experiments.profiles import EXPERIMENTS, experiment_configs
-from fairfl_core.sim.client_map import resolve_client_axis
+from fairfl_core.sim.client_map import ClientAxis
 
 
 def train_round(engine, clients, start, spec, skip: bool) -> float:
@@ -60,7 +60,7 @@ def main() -> None:
             print(f"{exp} not measured: {str(exc).splitlines()[0]}", flush=True)
             continue
         engine = algo.sim.engine
-        if resolve_client_axis(cfg.engine.client_axis, engine.model, device) != "loop":
+        if ClientAxis.resolve(cfg.engine.client_axis, engine.model, device).name != "loop":
             continue
         clients, start, spec = first_plan(algo)
         schedule = engine.schedule(clients, spec, seed=0)

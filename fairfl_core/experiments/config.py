@@ -80,6 +80,7 @@ class EngineConfig:
     chunk_size: int | None = None  # clients per vmap chunk (bounds memory); None = all selected
     threads: int | None = None  # torch CPU threads; None = leave as is
     client_axis: str = "auto"  # auto | vmap | loop | bmm: how clients train side by side (sim/client_map.py)
+    precision: str = "exact"  # exact | tf32 | bf16: the float32 kernels' arithmetic (sim/precision.py)
 
 
 @dataclass
@@ -110,6 +111,7 @@ class ExperimentConfig:
         from fairfl_core.experiments.runner import parse_device
         from fairfl_core.models import MODELS
         from fairfl_core.sim.client_map import CLIENT_AXES
+        from fairfl_core.sim.precision import PRECISIONS
 
         _require(self.seed >= 0, "seed", self.seed, "a non-negative integer")
         t = self.train
@@ -154,6 +156,18 @@ class ExperimentConfig:
             "engine.client_axis",
             self.engine.client_axis,
             f"one of {CLIENT_AXES}",
+        )
+        _require(
+            self.engine.precision in PRECISIONS,
+            "engine.precision",
+            self.engine.precision,
+            f"one of {PRECISIONS}",
+        )
+        _require(
+            self.engine.precision == "exact" or self.engine.dtype == "float32",
+            "engine.precision",
+            self.engine.precision,
+            "'exact' with engine.dtype float64 (TF32 and bf16 speed up float32 kernels)",
         )
         for key in ("chunk_size", "threads"):
             v = getattr(self.engine, key)
@@ -282,6 +296,7 @@ _ADDED_WITH_DEFAULT = {
     ("data", "val_frac"): 0.0,
     ("data", "label_noise"): 0.0,
     ("faults",): asdict(FaultConfig()),
+    ("engine", "precision"): "exact",
 }
 
 

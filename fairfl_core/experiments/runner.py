@@ -260,6 +260,7 @@ def build_engine(
         eval_batch=cfg.eval.batch,
         dtype=getattr(torch, cfg.engine.dtype),
         client_axis=cfg.engine.client_axis,
+        precision=cfg.engine.precision,
     )
 
 

@@ -19,12 +19,13 @@ from torch.func import functional_call
 
 from fairfl_core.models.dropout import draws_from_torch, model_dropouts, supplied_noise
 from fairfl_core.sim.batches import BatchSchedule, dropout_noise
-from fairfl_core.sim.client_map import client_grad_and_value, client_map
+from fairfl_core.sim.client_map import ClientAxis, client_grad_and_value, client_map
 from fairfl_core.sim.client_stack import ClientStack, per_row
 from fairfl_core.sim.feature_view import FeatureView
 from fairfl_core.sim.local import LocalResult, LocalSpec, combine, masked_mean_loss, take
-from fairfl_core.sim.mlp_step import dense_relu_layers, mlp_gradient
+from fairfl_core.sim.mlp_step import mlp_gradient
 from fairfl_core.sim.params import ParamSpace
+from fairfl_core.sim.precision import Precision
 
 __all__ = ["BatchedStack", "BatchedTrainer", "ExplicitGradient"]
 
@@ -39,21 +40,23 @@ class BatchedTrainer:
         inputs: Callable,
         labels: torch.Tensor,
         chunk_size: int | None = None,
-        client_axis: str = "vmap",
+        client_axis: ClientAxis | None = None,
         stats_space: ParamSpace | None = None,
+        precision: Precision | None = None,
     ):
+        """``client_axis``: the engine's (default: ``vmap``); ``precision``: the engine's (default: exact)."""
         self.model, self.space, self.stats_space = model, space, stats_space
         self.inputs, self.labels = inputs, labels
         self.chunk_size = chunk_size
-        self.client_axis = client_axis
-        self.relu_mlp = dense_relu_layers(model) if client_axis == "bmm" else None  # checked by the engine
+        self.client_axis = client_axis or ClientAxis("vmap")
+        self.precision = precision or Precision("exact", labels.device.type)
         view = FeatureView(model)
 
         def features(params, stats, x):
             tensors = {f"inner.{n}": t for n, t in {**params, **stats}.items()}
             return functional_call(view, tensors, (x,))
 
-        self.features = client_map(features, "vmap" if client_axis == "bmm" else client_axis)
+        self.features = client_map(features, self.client_axis.mapped)
         self.dropouts = model_dropouts(model, inputs, labels.device)
 
     def gradient_fn(self, spec: LocalSpec) -> Callable:
@@ -70,9 +73,9 @@ class BatchedTrainer:
         makes autograd materialise a zero-padded ``[K, P]`` per parameter tensor).
         """
         objective = spec.objective
-        if self.client_axis == "bmm" and spec.loss is None:
-            assert self.relu_mlp is not None  # the engine checked the model
-            flattens = self.relu_mlp[0]
+        relu_mlp = self.client_axis.relu_mlp
+        if relu_mlp is not None and spec.loss is None:
+            flattens = relu_mlp[0]
 
             def closed_form(params, stats, x, y, m, scale, noise):
                 return mlp_gradient(flattens, list(params.values()), x, y, m, scale, objective)
@@ -88,9 +91,8 @@ class BatchedTrainer:
 
         # the engine supplies every mask (SeededDropout); a model whose own dropout draws from torch's
         # generator gets one mask per client
-        axis = "vmap" if self.client_axis == "bmm" else self.client_axis
         randomness = "different" if draws_from_torch(model) else "error"
-        mapped = client_grad_and_value(loss, axis, randomness=randomness)
+        mapped = client_grad_and_value(loss, self.client_axis.mapped, randomness=randomness)
 
         def autograd(params, stats, x, y, m, scale, noise):
             grads, value = mapped(params, stats, x, y, m, noise)
@@ -141,9 +143,7 @@ class BatchedStack(ClientStack):
 
     def __init__(self, trainer: BatchedTrainer, start, spec, schedule, running=None):
         super().__init__(trainer, start, spec, schedule, running)
-        # the loop axis computes each row alone, so leaving idle rows out changes no bit; a batched call
-        # (vmap, bmm) of another size may round otherwise, so it keeps them, masked
-        self.skips_idle_rows = trainer.client_axis == "loop"
+        self.skips_idle_rows = trainer.client_axis.computes_rows_alone
         self.bufs = [torch.zeros_like(t) for t in self.ws] if spec.momentum else None
         self.gradient = trainer.gradient_fn(spec)
 

@@ -14,6 +14,7 @@ and the engine's full-batch gradients; every function mapped here runs under ``v
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -23,34 +24,64 @@ from torch.utils._pytree import tree_leaves, tree_map
 from fairfl_core.models.lstm import LSTMLayer
 from fairfl_core.sim.mlp_step import dense_relu_layers
 
-__all__ = ["CLIENT_AXES", "client_grad_and_value", "client_map", "resolve_client_axis"]
+__all__ = ["CLIENT_AXES", "ClientAxis", "client_grad_and_value", "client_map"]
 
 CLIENT_AXES = ("auto", "vmap", "loop", "bmm")
 
 
-def resolve_client_axis(client_axis: str, model: nn.Module, device: torch.device) -> str:
-    """``"vmap"``, ``"loop"`` or ``"bmm"``: ``auto`` takes the closed-form step of ``mlp_step.py`` for ReLU
-    MLPs, loops for recurrent models and for convolutional models on CPU, and vmaps otherwise (a recurrent
-    model under ``vmap`` needs its LSTM layers on the ``"gates"`` kernel: ``models.lstm.use_kernel``).
-    ``bmm`` changes local training and the full-batch gradients; the engine's other per-client maps run
-    under ``vmap`` then."""
-    if client_axis not in CLIENT_AXES:
-        raise ValueError(f"engine.client_axis must be one of {CLIENT_AXES}, got {client_axis!r}")
-    relu_mlp = dense_relu_layers(model) is not None
-    if client_axis == "bmm" and not relu_mlp:
-        raise ValueError(
-            "engine.client_axis='bmm' needs a ReLU MLP ([Flatten →] Linear → ReLU → … → Linear, every "
-            f"Linear with a bias); {type(model).__name__} is not one: use 'auto' or 'vmap'"
-        )
-    recurrent = any(isinstance(m, LSTMLayer) for m in model.modules())
-    if client_axis != "auto":
-        return client_axis
-    if relu_mlp:
-        return "bmm"
-    if recurrent:
-        return "loop"
-    has_conv = any(isinstance(m, nn.modules.conv._ConvNd) for m in model.modules())
-    return "loop" if has_conv and device.type == "cpu" else "vmap"
+@dataclass(frozen=True)
+class ClientAxis:
+    """How an engine's clients run side by side, decided once (:meth:`resolve`) and read by the engine and
+    its trainer alike.
+
+    ``name``: ``"vmap"``, ``"loop"`` or ``"bmm"``; ``relu_mlp``: the ReLU MLP's layers for ``bmm``'s
+    closed-form step (``mlp_step.dense_relu_layers``), else None.
+    """
+
+    name: str
+    relu_mlp: tuple[bool, list[nn.Linear]] | None = field(default=None, compare=False)
+
+    @classmethod
+    def resolve(cls, client_axis: str, model: nn.Module, device: torch.device) -> ClientAxis:
+        """``auto`` takes the closed-form step of ``mlp_step.py`` for ReLU MLPs, loops for recurrent models
+        and for convolutional models on CPU, and vmaps otherwise. A name other than ``auto`` is taken as
+        given (``bmm`` only for a ReLU MLP)."""
+        if client_axis not in CLIENT_AXES:
+            raise ValueError(f"engine.client_axis must be one of {CLIENT_AXES}, got {client_axis!r}")
+        relu_mlp = dense_relu_layers(model)
+        if client_axis == "bmm" and relu_mlp is None:
+            raise ValueError(
+                "engine.client_axis='bmm' needs a ReLU MLP ([Flatten →] Linear → ReLU → … → Linear, every "
+                f"Linear with a bias); {type(model).__name__} is not one: use 'auto' or 'vmap'"
+            )
+        if client_axis == "auto":
+            recurrent = any(isinstance(m, LSTMLayer) for m in model.modules())
+            has_conv = any(isinstance(m, nn.modules.conv._ConvNd) for m in model.modules())
+            if relu_mlp is not None:
+                client_axis = "bmm"
+            elif recurrent or (has_conv and device.type == "cpu"):
+                client_axis = "loop"
+            else:
+                client_axis = "vmap"
+        return cls(client_axis, relu_mlp if client_axis == "bmm" else None)
+
+    @property
+    def mapped(self) -> str:
+        """The axis of every per-client function mapped by :func:`client_map` (``bmm`` has a closed form for
+        local training and full-batch gradients only: the rest runs under ``vmap``)."""
+        return "vmap" if self.name == "bmm" else self.name
+
+    @property
+    def lstm_kernel(self) -> str:
+        """The LSTM layers' kernel (``models.lstm.use_kernel``): the written-out gates map under ``vmap``;
+        torch's fused kernel is faster everywhere else."""
+        return "gates" if self.name == "vmap" else "fused"
+
+    @property
+    def computes_rows_alone(self) -> bool:
+        """Each row's computation is its own call (the loop), so leaving a row out changes no other row's
+        bits; a batched kernel of another size may round otherwise."""
+        return self.name == "loop"
 
 
 def client_map(

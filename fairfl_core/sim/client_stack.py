@@ -98,7 +98,8 @@ class ClientStack:
             host_rows, steps = hosts[on], steps[on]
             sel, on = torch.as_tensor(host_rows, device=self.device), on[on]
         if on.any():
-            self._step(sel, host_rows, steps, on)
+            with self.trainer.precision.training():
+                self._step(sel, host_rows, steps, on)
         elif len(steps):
             self._advance(sel, host_rows, torch.zeros(len(steps), dtype=self.dtype, device=self.device), on)
 
@@ -182,7 +183,8 @@ class ClientStack:
         if not on.any():
             self._advance(sel, host_rows, torch.zeros(len(steps), dtype=self.dtype, device=self.device), on)
             return torch.zeros(len(steps), self.trainer.space.size, dtype=self.dtype, device=self.device)
-        directions, loss = self._directions(sel, host_rows, steps, on)
+        with self.trainer.precision.training():
+            directions, loss = self._directions(sel, host_rows, steps, on)
         self._advance(sel, host_rows, loss, on)
         return self.trainer.space.flatten(dict(zip(self.params, directions, strict=True)), batch_dims=1)
 

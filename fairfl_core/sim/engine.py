@@ -15,12 +15,15 @@ An algorithm never touches a DataLoader or an ``nn.Module``: it calls
 All of them are a few large forward passes over the concatenated samples, or one call mapped over the client
 axis of per-client models (``client_map``: ``vmap``, or a loop over the stacked clients for convolutional
 models on CPU, where grouped convolutions are slow). For ReLU MLPs, local training and ``gradients`` use the
-closed-form gradient of ``mlp_step.py`` instead (``client_axis="bmm"``).
+closed-form gradient of ``mlp_step.py`` instead (``client_axis="bmm"``). The axis is decided once
+(``client_map.ClientAxis``) and read by the engine and its trainer alike. Every computation runs in the
+engine's ``precision`` (``precision.py``: exact by default, TF32 off on CUDA; ``tf32`` or ``bf16`` by choice).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,13 +35,14 @@ from fairfl_core.data.federated import SPLITS, FederatedDataset
 from fairfl_core.models.lstm import use_kernel
 from fairfl_core.sim.batched_trainer import BatchedTrainer
 from fairfl_core.sim.batches import draw_schedule
-from fairfl_core.sim.client_map import client_grad_and_value, client_map, resolve_client_axis
+from fairfl_core.sim.client_map import ClientAxis, client_grad_and_value, client_map
 from fairfl_core.sim.client_stack import ClientStack
 from fairfl_core.sim.faults import completed_steps, truncate_schedule
 from fairfl_core.sim.feature_view import FeatureView
 from fairfl_core.sim.local import LocalResult, LocalSpec, SampleLoss, cross_entropy
-from fairfl_core.sim.mlp_step import dense_relu_layers, mlp_gradient
+from fairfl_core.sim.mlp_step import mlp_gradient
 from fairfl_core.sim.params import ParamSpace
+from fairfl_core.sim.precision import Precision
 from fairfl_core.sim.sequential import SequentialTrainer
 from fairfl_core.sim.statistics import TRANSFORMS
 
@@ -66,6 +70,17 @@ def batchnorm_rule(model: nn.Module) -> nn.Module:
     return model
 
 
+def _in_precision(method):
+    """An evaluation's kernels in the engine's precision (``precision.py``: TF32 off when exact)."""
+
+    @functools.wraps(method)
+    def evaluation(self, *args, **kwargs):
+        with self.precision.kernels():
+            return method(self, *args, **kwargs)
+
+    return evaluation
+
+
 class Engine:
     """Model + federated data on one device, and the per-client computations over them.
 
@@ -87,6 +102,7 @@ class Engine:
         eval_batch: int = 8192,
         dtype: torch.dtype = torch.float32,
         client_axis: str = "auto",
+        precision: str = "exact",
     ):
         if kind not in TRAINERS:
             raise ValueError(f"engine.kind must be one of {sorted(TRAINERS)}, got {kind!r}")
@@ -100,16 +116,26 @@ class Engine:
         self.eval_batch = eval_batch
         self.chunk_size = chunk_size
         self._feature_view = FeatureView(self.model)
-        self.client_axis = resolve_client_axis(client_axis, self.model, self.device)
-        use_kernel(self.model, "gates" if self.client_axis == "vmap" else "fused")  # LSTM layers only
-        self.relu_mlp = dense_relu_layers(self.model) if self.client_axis == "bmm" else None
+        self.precision = Precision(precision, self.device.type)
+        self.precision.check_dtype(dtype)
+        self.client_axis = ClientAxis.resolve(client_axis, self.model, self.device)
+        use_kernel(self.model, self.client_axis.lstm_kernel)  # LSTM layers only
         self.trainer: BatchedTrainer | SequentialTrainer
         if kind == "batched":
             self.trainer = BatchedTrainer(
-                self.model, self.space, data.inputs, data.y, chunk_size, self.client_axis, self.stats_space
+                self.model,
+                self.space,
+                data.inputs,
+                data.y,
+                chunk_size,
+                self.client_axis,
+                self.stats_space,
+                self.precision,
             )
         else:
-            self.trainer = SequentialTrainer(self.model, self.space, data.inputs, data.y, self.stats_space)
+            self.trainer = SequentialTrainer(
+                self.model, self.space, data.inputs, data.y, self.stats_space, self.precision
+            )
         self._padded = {split: data.padded(split) for split in SPLITS}
         self._counts = {split: c.cpu().numpy() for split, (_, c) in self._padded.items()}
         self._flat = {
@@ -219,6 +245,7 @@ class Engine:
         self.eval_mode()
         return functional_call(self.model, (self.space.unflatten(w), self.buffers), (x,))
 
+    @_in_precision
     def losses(
         self,
         w: torch.Tensor,
@@ -280,7 +307,7 @@ class Engine:
             out = self.logits(wk, x)
             return (sample_loss(out, y) * m).sum(), ((out.argmax(-1) == y) * m).sum()
 
-        fn = client_map(per_client, self.client_axis)
+        fn = client_map(per_client, self.client_axis.mapped)
         self.eval_mode()
         loss_sum = torch.zeros(len(clients), dtype=self.dtype, device=self.device)
         hits = torch.zeros_like(loss_sum)
@@ -300,6 +327,7 @@ class Engine:
         ``mlp_step.py`` has)."""
         return self.gradients_and_losses(w, clients, split, loss)[0]
 
+    @_in_precision
     def gradients_and_losses(
         self, w: torch.Tensor, clients: np.ndarray, split: str = "train", loss: SampleLoss | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -307,16 +335,15 @@ class Engine:
         gives, summed in another order."""
         clients = np.asarray(clients)
         sample_loss = loss or cross_entropy
-        closed_form = self.relu_mlp if loss is None else None
+        closed_form = self.client_axis.relu_mlp if loss is None else None
 
         def loss_sum(params, x, y, m):
             out = functional_call(self.model, (params, self.buffers), (x,))
             return (sample_loss(out, y) * m).sum()
 
         if closed_form is None:
-            axis = "vmap" if self.client_axis == "bmm" else self.client_axis
             in_dims = (0 if w.dim() == 2 else None, 0, 0, 0)
-            fn = client_grad_and_value(loss_sum, axis, in_dims=in_dims)
+            fn = client_grad_and_value(loss_sum, self.client_axis.mapped, in_dims=in_dims)
         out = torch.zeros(len(clients), self.space.size, dtype=self.dtype, device=self.device)
         loss_sums = torch.zeros(len(clients), dtype=self.dtype, device=self.device)
         self.eval_mode()
@@ -334,6 +361,7 @@ class Engine:
         n = torch.as_tensor(self._counts[split][clients], dtype=self.dtype, device=self.device).clamp_min(1)
         return out / n[:, None], loss_sums / n
 
+    @_in_precision
     def features(
         self, w: torch.Tensor, clients: np.ndarray, split: str = "train", transform: str = "none"
     ) -> torch.Tensor:
@@ -348,7 +376,7 @@ class Engine:
         def feat_sum(wk, x, m):
             return (fn_h(self._features(wk, x)) * m[:, None]).sum(0)
 
-        fn = client_map(feat_sum, self.client_axis, in_dims=(0 if w.dim() == 2 else None, 0, 0))
+        fn = client_map(feat_sum, self.client_axis.mapped, in_dims=(0 if w.dim() == 2 else None, 0, 0))
         self.eval_mode()
         out: torch.Tensor | None = None
         with torch.no_grad():
@@ -367,6 +395,7 @@ class Engine:
         buffers = {f"inner.{n}": t for n, t in self.buffers.items()}
         return functional_call(self._feature_view, (params, buffers), (x,))
 
+    @_in_precision
     def pooled(self, w: torch.Tensor) -> tuple[float, float]:
         """Accuracy (fraction) and mean loss of one model on the pooled test set."""
         idx = self.data.pooled_test

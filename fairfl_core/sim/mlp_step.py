@@ -76,10 +76,17 @@ class FactoredGradient:
     deltas: list[torch.Tensor]  # δ_l [K, B, out_l]
 
     def add_to(self, tensors: list[torch.Tensor], alpha: float) -> None:
-        """``tensors += alpha · gradient`` for the stacked ``[W_0, b_0, W_1, b_1, …]`` (in place)."""
+        """``tensors += alpha · gradient`` for the stacked ``[W_0, b_0, W_1, b_1, …]`` (in place).
+
+        Factors of another dtype than the weights (bf16 under ``engine.precision="bf16"``'s autocast, which
+        must be active): their product in that dtype, added into the float32 weights."""
         for layer, (a, d) in enumerate(zip(self.inputs, self.deltas, strict=True)):
-            tensors[2 * layer].baddbmm_(d.transpose(1, 2), a, alpha=alpha)
-            tensors[2 * layer + 1].add_(d.sum(1), alpha=alpha)
+            w, b = tensors[2 * layer], tensors[2 * layer + 1]
+            if a.dtype == d.dtype == w.dtype:
+                w.baddbmm_(d.transpose(1, 2), a, alpha=alpha)
+            else:
+                w.add_(torch.bmm(d.transpose(1, 2), a), alpha=alpha)
+            b.add_(d.sum(1, dtype=b.dtype), alpha=alpha)
 
     def tensors(self) -> list[torch.Tensor]:
         """The gradient written out, ``[∇W_0, ∇b_0, …]`` stacked over clients."""

@@ -20,6 +20,7 @@ from fairfl_core.sim.batches import BatchSchedule, dropout_noise
 from fairfl_core.sim.client_stack import ClientStack
 from fairfl_core.sim.local import LocalResult, LocalSpec, combine, masked_mean_loss
 from fairfl_core.sim.params import ParamSpace
+from fairfl_core.sim.precision import Precision
 
 __all__ = ["SequentialStack", "SequentialTrainer"]
 
@@ -32,8 +33,11 @@ class SequentialTrainer:
         inputs: Callable,
         labels: torch.Tensor,
         stats_space: ParamSpace | None = None,
+        precision: Precision | None = None,
     ):
+        """``precision``: the engine's (default: exact)."""
         self.model = copy.deepcopy(model)
+        self.precision = precision or Precision("exact", labels.device.type)
         self.space, self.stats_space, self.inputs, self.labels = space, stats_space, inputs, labels
         self.params = [dict(self.model.named_parameters())[n] for n in space.names]
         buffers = dict(self.model.named_buffers())

@@ -28,6 +28,10 @@ def test_a_field_added_later_keeps_existing_hashes_at_its_default():
     assert config_hash(held_out) != config_hash(cfg)
     looped = ExperimentConfig.from_dict(apply_overrides(cfg.to_dict(), ["engine.client_axis=loop"]))
     assert config_hash(looped) == config_hash(cfg)  # how clients are mapped is not the run's identity
+    exact = ExperimentConfig.from_dict(apply_overrides(cfg.to_dict(), ["engine.precision=exact"]))
+    assert config_hash(exact) == config_hash(cfg)  # exact is the arithmetic of every run before the field
+    fast = ExperimentConfig.from_dict(apply_overrides(cfg.to_dict(), ["engine.precision=bf16"]))
+    assert config_hash(fast) != config_hash(cfg)  # a fast mode changes the numbers: another run
 
 
 @pytest.mark.parametrize(
@@ -37,12 +41,14 @@ def test_a_field_added_later_keeps_existing_hashes_at_its_default():
         ("train.local_epochs=2", "exactly one of them"),
         ("engine.kind=warp", "engine.kind"),
         ("engine.client_axis=threads", "engine.client_axis"),
+        ("engine.precision=fp8", "engine.precision"),
+        ("engine.precision=tf32\x00engine.dtype=float64", "TF32 and bf16 speed up float32 kernels"),
         ("model.name=gpt", "model.name"),
         ("algorithm.name=nope", "unknown algorithm 'nope'"),
     ],
 )
 def test_validation_names_the_field(override, message):
-    d = apply_overrides(digits_config().to_dict(), [override])
+    d = apply_overrides(digits_config().to_dict(), override.split("\x00"))
     with pytest.raises(ValueError, match=message):
         ExperimentConfig.from_dict(d).validate()
 

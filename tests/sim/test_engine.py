@@ -176,12 +176,12 @@ def test_convolutional_model_trains_alike_on_both_client_axes_and_sequentially()
 
 def test_client_axis_auto_loops_over_convolutional_models_on_cpu_and_takes_the_mlp_closed_form():
     conv = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.Flatten(), torch.nn.Linear(8, 4))
-    assert Engine(conv, tiny_federated()).client_axis == "loop"
-    assert _engine("batched").client_axis == "bmm"
+    assert Engine(conv, tiny_federated()).client_axis.name == "loop"
+    assert _engine("batched").client_axis.name == "bmm"
     tanh = torch.nn.Sequential(
         torch.nn.Flatten(), torch.nn.Linear(16, 8), torch.nn.Tanh(), torch.nn.Linear(8, 4)
     )
-    assert Engine(tanh, tiny_federated()).client_axis == "vmap"
+    assert Engine(tanh, tiny_federated()).client_axis.name == "vmap"
     with pytest.raises(ValueError, match="client_axis must be one of"):
         _engine("batched", client_axis="threads")
     with pytest.raises(ValueError, match="needs a ReLU MLP.*Sequential is not one: use 'auto' or 'vmap'"):
