@@ -176,7 +176,7 @@ class AFGA(FederatedAlgorithm):
         if result.running is not None:
             self.adopt_running(result.running[torch.as_tensor(up)].mean(0))
         diagnostics = {
-            "train_loss": float(result.train_loss[torch.as_tensor(up)].mean()),
+            "train_loss": result.train_loss[torch.as_tensor(up)].mean(),
             "consensus_error": consensus,
             "peer_messages": messages,
         }

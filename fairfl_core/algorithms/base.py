@@ -59,7 +59,8 @@ ALGORITHMS: dict[str, type] = {}
 
 @dataclass
 class RoundOutput:
-    """What one round reports: the clients selected and per-algorithm diagnostics (JSON-able)."""
+    """What one round reports: the clients selected and per-algorithm diagnostics (JSON-able; a tensor is
+    written as its value when the runner next reads the device: ``runner.PendingRounds``)."""
 
     selected: np.ndarray
     diagnostics: dict[str, Any] = field(default_factory=dict)
@@ -157,7 +158,7 @@ class FederatedAlgorithm:
         update = self.aggregate(t, plan, uploads)
         self.apply(update, uploads)
         return self.report(
-            plan.clients, faults, {"train_loss": float(result.train_loss.mean()), **update.diagnostics}
+            plan.clients, faults, {"train_loss": result.train_loss.mean(), **update.diagnostics}
         )
 
     def apply(self, update: Update, uploads: Uploads) -> None:

@@ -47,4 +47,4 @@ class Centralized(FederatedAlgorithm):
         if result.running is not None:
             self.adopt_running(result.running[0])
         samples = int(engine.counts("train")[faults.survivors].sum())
-        return self.report(everyone, faults, {"train_loss": float(result.train_loss[0]), "samples": samples})
+        return self.report(everyone, faults, {"train_loss": result.train_loss[0], "samples": samples})

@@ -65,7 +65,7 @@ class Ditto(FedAvg):
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         update = super().aggregate(t, plan, uploads)
-        update.diagnostics["personal_train_loss"] = float(uploads.result.stats["personal_train_loss"].mean())
+        update.diagnostics["personal_train_loss"] = uploads.result.stats["personal_train_loss"].mean()
         return update
 
     def personal_params(self) -> torch.Tensor:

@@ -76,7 +76,7 @@ class DSGD(FederatedAlgorithm):
             self.iteration(stack, mixer, last=z == steps - 1)
         result = stack.result()
         diagnostics = {
-            "train_loss": float(result.train_loss.mean()),
+            "train_loss": result.train_loss.mean(),
             "consensus_error": consensus_error(result.params),
             "peer_messages": (steps - int(self.average_each_round)) * mixer.peer_messages,
         }

@@ -188,6 +188,37 @@ def eval_summary(rec: dict[str, Any], groups: np.ndarray, acc_key: str | None = 
     return out
 
 
+class PendingRounds:
+    """Round records not yet written: their tensors (the training loss, whether the global model is finite)
+    stay on the engine's device until the next evaluation or checkpoint reads them all at once, so a round
+    makes the host wait for the device only where the run evaluates, and the round a run diverged is still
+    known exactly (the first one whose model is not finite)."""
+
+    def __init__(self):
+        self.records: list[dict[str, Any]] = []
+        self.finite: list[torch.Tensor] = []
+
+    def add(self, record: dict[str, Any], finite: torch.Tensor, seconds: float) -> None:
+        """One round's ``record``, its model's finiteness (a bool tensor) and its host time."""
+        self.records.append({**record, "seconds": seconds})
+        self.finite.append(finite)
+
+    def flush(self, store: RunStore) -> int | None:
+        """Write the records up to the first round whose model is not finite and return that round (None:
+        every pending round is finite). The wait for the device counts in the last written round's
+        seconds."""
+        if not self.records:
+            return None
+        tick = time.perf_counter()
+        finite = torch.stack(self.finite).tolist()
+        upto = finite.index(False) + 1 if False in finite else len(finite)
+        records = self.records[:upto]
+        records[-1]["seconds"] += time.perf_counter() - tick
+        store.extend("rounds", records)
+        self.records, self.finite = [], []
+        return None if all(finite) else records[-1]["round"]
+
+
 def _resumable(store: RunStore, algo, start: int, cfg: ExperimentConfig) -> bool:
     """Whether a run continues from the checkpoint of round ``start``: its records hold every round and
     evaluation up to ``start``, and the run had not diverged there (finite parameters and losses)."""
@@ -346,19 +377,27 @@ def run_experiment(
         leave=False,
     )
     last = None
+    pending = PendingRounds()
     for t in bar:
         tick = time.perf_counter()
-        out = algo.round(t)
-        if not bool(torch.isfinite(algo.eval_params()).all()):
-            status, diverged_at = "diverged", t + 1
-        elapsed = time.perf_counter() - tick
-        store.append(
-            "rounds",
-            {"round": t + 1, "selected": out.selected, "diagnostics": out.diagnostics, "seconds": elapsed},
-        )
-        if status == "diverged":
+        try:
+            out = algo.round(t)
+        except Exception:  # a round after an unread divergence may fail on its non-finite numbers
+            diverged_at = pending.flush(store)
+            if diverged_at is None:
+                raise
+            status = "diverged"
             break
-        if (t + 1) % every == 0 or t + 1 == rounds:
+        record = {"round": t + 1, "selected": out.selected, "diagnostics": out.diagnostics}
+        pending.add(record, torch.isfinite(algo.eval_params()).all(), time.perf_counter() - tick)
+        evaluates = (t + 1) % every == 0 or t + 1 == rounds
+        checkpoints = (t + 1) % cfg.checkpoint_every == 0 and t + 1 < rounds
+        if evaluates or checkpoints:
+            diverged_at = pending.flush(store)
+            if diverged_at is not None:
+                status = "diverged"
+                break
+        if evaluates:
             last = {**evaluate(algo, sim, t + 1), "wall_time": time.perf_counter() - t0}
             if not np.isfinite(last["client_loss"]).all():
                 status, diverged_at = "diverged", t + 1
@@ -367,7 +406,7 @@ def run_experiment(
             bar.set_postfix(acc=f"{acc.mean():.2f}", std=f"{acc.std():.2f}", glob=f"{last['global_acc']:.2f}")
             if status == "diverged":
                 break
-        if (t + 1) % cfg.checkpoint_every == 0 and t + 1 < rounds:
+        if checkpoints:
             store.save_checkpoint(t + 1, algo.state_dict(), version)
     bar.close()
 

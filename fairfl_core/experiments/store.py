@@ -147,8 +147,13 @@ class RunStore:
         return aside
 
     def append(self, kind: str, record: dict[str, Any]) -> None:
+        self.extend(kind, [record])
+
+    def extend(self, kind: str, records: list[dict[str, Any]]) -> None:
+        """Append ``records`` (tensors as their values) to ``kind``'s file, durably, in one write."""
+        lines = "".join(json.dumps(r, default=_jsonable) + "\n" for r in records)
         with open(self.path / f"{kind}.jsonl", "a") as f:
-            f.write(json.dumps(record, default=_jsonable) + "\n")
+            f.write(lines)
             f.flush()
             os.fsync(f.fileno())
 

@@ -26,6 +26,7 @@ from fairfl_core.sim.local import LocalResult, LocalSpec, combine, masked_mean_l
 from fairfl_core.sim.mlp_step import mlp_gradient
 from fairfl_core.sim.params import ParamSpace
 from fairfl_core.sim.precision import Precision
+from fairfl_core.sim.transfer import to_device
 
 __all__ = ["BatchedStack", "BatchedTrainer", "ExplicitGradient"]
 
@@ -152,7 +153,7 @@ class BatchedStack(ClientStack):
         dtype = self.dtype
         idx, m = self._batch(sel, steps, on_host)
         ws = take(self.ws, sel)
-        on = None if on_host.all() else torch.as_tensor(on_host, device=self.device).to(dtype)
+        on = None if on_host.all() else to_device(on_host, self.device, dtype)
         scale, drift = combine(self.terms, ws, sel)
         step_scale = scale if on is None else on * (1.0 if scale is None else scale)
         x, y = self.trainer.inputs(idx, dtype), self.trainer.labels[idx]

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from fairfl_core.sim.transfer import to_device
+
 __all__ = ["BatchSchedule", "draw_schedule", "dropout_noise", "steps_per_client"]
 
 
@@ -109,9 +111,9 @@ def draw_schedule(
 
     kk = torch.arange(k_clients)[:, None, None]
     local = perm[kk, torch.as_tensor(epoch), torch.as_tensor(within)]  # [K, S, B] positions in each row
-    kk, local = kk.to(device), local.to(device)
+    kk, local = to_device(kk, device), to_device(local, device)
     index = padded_index[kk, local]
-    mask = torch.as_tensor(valid, device=device, dtype=dtype)
+    mask = to_device(valid, device, dtype)
     active = np.arange(s_max)[None, :] < n_steps[:, None]
     epoch_steps = -(-counts // np.minimum(b, counts))
     seeds = np.random.SeedSequence([int(seed), 0xD0]).generate_state(k_clients, dtype=np.uint64)
@@ -136,4 +138,4 @@ def dropout_noise(
         state = np.random.SeedSequence([int(schedule.seeds[r]), int(s)]).generate_state(1, dtype=np.uint64)[0]
         gen = torch.Generator().manual_seed(int(state))
         per_row.append([torch.rand((batch, *shape), generator=gen) for shape in shapes])
-    return tuple(torch.stack(layer).to(device) for layer in zip(*per_row, strict=True))
+    return tuple(to_device(torch.stack(layer), device) for layer in zip(*per_row, strict=True))

@@ -22,6 +22,7 @@ import torch
 from fairfl_core.sim.batches import BatchSchedule
 from fairfl_core.sim.local import LocalResult, LocalSpec
 from fairfl_core.sim.statistics import StepView
+from fairfl_core.sim.transfer import to_device
 
 __all__ = ["ClientStack", "check_full_batches", "per_row"]
 
@@ -90,13 +91,13 @@ class ClientStack:
             hosts = np.arange(self.num_clients) if host_rows is None else host_rows
             idle = hosts[~on]
             self._advance(
-                torch.as_tensor(idle, device=self.device),
+                to_device(idle, self.device),
                 idle,
                 torch.zeros(len(idle), dtype=self.dtype, device=self.device),
                 on[~on],
             )
             host_rows, steps = hosts[on], steps[on]
-            sel, on = torch.as_tensor(host_rows, device=self.device), on[on]
+            sel, on = to_device(host_rows, self.device), on[on]
         if on.any():
             with self.trainer.precision.training():
                 self._step(sel, host_rows, steps, on)
@@ -125,7 +126,7 @@ class ClientStack:
         steps = self.cursor[host_rows]
         at = np.minimum(steps, schedule.num_steps - 1)
         on = schedule.active[host_rows, at] & (steps < schedule.num_steps)
-        return torch.as_tensor(host_rows, device=self.device), host_rows, steps, on
+        return to_device(host_rows, self.device), host_rows, steps, on
 
     def _batch(self, sel, steps, on):
         """Sample index and sample mask ``[R, B]`` of the rows' step (mask 0 where a row does not step)."""
@@ -134,15 +135,15 @@ class ClientStack:
         if sel is None:
             idx, m = schedule.index[:, int(at[0])], schedule.mask[:, int(at[0])]
         else:
-            at_t = torch.as_tensor(at, device=self.device)
+            at_t = to_device(at, self.device)
             idx, m = schedule.index[sel, at_t], schedule.mask[sel, at_t]
         if not on.all():
-            m = m * torch.as_tensor(on, device=m.device).to(m)[:, None]
+            m = m * to_device(on, m.device, m.dtype)[:, None]
         return idx, m.to(self.dtype)
 
     def _advance(self, sel, host_rows, loss, on) -> None:
         """Add the stepping rows' objective to their running sum and move their cursors on."""
-        gained = loss if on.all() else torch.where(torch.as_tensor(on, device=self.device), loss, 0.0)
+        gained = loss if on.all() else torch.where(to_device(on, self.device), loss, 0.0)
         if sel is None:
             self.loss_sum += gained
             self.cursor += 1
@@ -165,7 +166,7 @@ class ClientStack:
                 model.train(training)
             return cache[0]
 
-        active = torch.as_tensor(on, device=self.device).to(self.dtype)
+        active = to_device(on, self.device, self.dtype)
         view = StepView(sel, np.asarray(steps), active, m, loss.detach(), once)
         for stat, acc in self.stats.values():
             stat.update(acc, view)
@@ -212,7 +213,7 @@ class ClientStack:
 
     def result(self) -> LocalResult:
         """Parameters, mean objective over the steps each client took, statistics, running statistics."""
-        done = torch.as_tensor(self.steps_taken(), dtype=self.dtype, device=self.device)
+        done = to_device(self.steps_taken(), self.device, self.dtype)
         stats = {name: stat.finish(acc) for name, (stat, acc) in self.stats.items()}
         running = self.trainer.stats_space.flatten(self.running, batch_dims=1) if self.running else None
         return LocalResult(self.flat_params(), self.loss_sum / done.clamp_min(1), stats, running)

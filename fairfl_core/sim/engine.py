@@ -45,6 +45,7 @@ from fairfl_core.sim.params import ParamSpace
 from fairfl_core.sim.precision import Precision
 from fairfl_core.sim.sequential import SequentialTrainer
 from fairfl_core.sim.statistics import TRANSFORMS
+from fairfl_core.sim.transfer import to_device
 
 if TYPE_CHECKING:
     from fairfl_core.sim.protocol import ClientEngine
@@ -223,7 +224,7 @@ class Engine:
         clients = np.asarray(clients)
         index, _ = self._padded["train"]
         schedule = draw_schedule(
-            index[torch.as_tensor(clients, device=self.device)],
+            index[to_device(clients, self.device)],
             self._counts["train"][clients],
             spec.batch_size,
             steps=spec.steps,
@@ -272,7 +273,7 @@ class Engine:
                 y = self.data.y[idx[part]]
                 loss_sum.index_add_(0, owner[part], sample_loss(out, y))
                 hits.index_add_(0, owner[part], (out.argmax(-1) == y).to(self.dtype))
-        n = torch.as_tensor(self._counts[split][clients], dtype=self.dtype, device=self.device).clamp_min(1)
+        n = to_device(self._counts[split][clients], self.device, self.dtype).clamp_min(1)
         return loss_sum / n, hits / n
 
     def _client_samples(self, clients: np.ndarray, split: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -283,14 +284,14 @@ class Engine:
         parts = [lists[k] for k in clients]
         owner = torch.repeat_interleave(
             torch.arange(len(clients), device=self.device),
-            torch.as_tensor([len(p) for p in parts], device=self.device),
+            to_device([len(p) for p in parts], self.device),
         )
         return torch.cat(parts), owner
 
     def _padded_chunks(self, clients: np.ndarray, split: str):
         """Yield (rows, sample index [kc, cs], mask [kc, cs]) over client and sample chunks."""
         index, counts = self._padded[split]
-        sel = torch.as_tensor(clients, device=self.device)
+        sel = to_device(clients, self.device)
         width = max(int(self._counts[split][clients].max()), 1)
         kc = self.chunk_size or len(clients)
         cs = max(1, min(width, self.eval_batch // max(kc, 1)))
@@ -316,7 +317,7 @@ class Engine:
                 ls, hs = fn(w[rows], self.data.inputs(idx, self.dtype), self.data.y[idx], mask)
                 loss_sum[rows] += ls
                 hits[rows] += hs.to(self.dtype)
-        n = torch.as_tensor(self._counts[split][clients], dtype=self.dtype, device=self.device).clamp_min(1)
+        n = to_device(self._counts[split][clients], self.device, self.dtype).clamp_min(1)
         return loss_sum / n, hits / n
 
     def gradients(
@@ -358,7 +359,7 @@ class Engine:
                 grads, value = fn(self.space.unflatten(w[rows] if w.dim() == 2 else w), x, y, mask)
             out[rows] += self.space.flatten(grads, batch_dims=1)
             loss_sums[rows] += value.detach()
-        n = torch.as_tensor(self._counts[split][clients], dtype=self.dtype, device=self.device).clamp_min(1)
+        n = to_device(self._counts[split][clients], self.device, self.dtype).clamp_min(1)
         return out / n[:, None], loss_sums / n
 
     @_in_precision
@@ -387,7 +388,7 @@ class Engine:
                 out[rows] += part
         if out is None:
             raise ValueError("features: no clients given")
-        n = torch.as_tensor(self._counts[split][clients], dtype=self.dtype, device=self.device)
+        n = to_device(self._counts[split][clients], self.device, self.dtype)
         return out / n.clamp_min(1)[:, None]
 
     def _features(self, w: torch.Tensor, x: torch.Tensor) -> torch.Tensor:

