@@ -12,13 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call
 
 from fairfl_core.models.dropout import draws_from_torch, model_dropouts, supplied_noise
-from fairfl_core.sim.batches import BatchSchedule, dropout_noise
+from fairfl_core.sim.batches import BatchSchedule, NoiseAhead
 from fairfl_core.sim.client_map import ClientAxis, client_grad_and_value, client_map
 from fairfl_core.sim.client_stack import ClientStack, per_row
 from fairfl_core.sim.feature_view import FeatureView
@@ -147,8 +146,9 @@ class BatchedStack(ClientStack):
         self.skips_idle_rows = trainer.client_axis.computes_rows_alone
         self.bufs = [torch.zeros_like(t) for t in self.ws] if spec.momentum else None
         self.gradient = trainer.gradient_fn(spec)
+        self.noise = NoiseAhead(schedule, [shape for _, shape in trainer.dropouts], self.device)
 
-    def _gradient(self, sel, steps, on_host) -> _Gradient:
+    def _gradient(self, sel, host_rows, steps, on_host) -> _Gradient:
         """The part of a step before the update (running and in-training statistics updated)."""
         dtype = self.dtype
         idx, m = self._batch(sel, steps, on_host)
@@ -162,11 +162,7 @@ class BatchedStack(ClientStack):
         before = {n: t.clone() for n, t in running.items()} if on is not None else {}
         if not self.trainer.model.training:  # the engine's evaluations switch it to eval mode
             self.trainer.model.train()
-        noise: tuple[torch.Tensor, ...] = ()
-        if self.trainer.dropouts:  # the rows' masks, drawn on the CPU (no host copy of sel otherwise)
-            rows = np.arange(self.num_clients) if sel is None else sel.cpu().numpy()
-            shapes = [shape for _, shape in self.trainer.dropouts]
-            noise = dropout_noise(self.schedule, rows, steps, shapes, self.device)
+        noise = self.noise(host_rows, steps)
         grad, loss = self.gradient(params, running, x, y, m, step_scale, noise)
         if on is not None:  # a row that does not step keeps its statistics too
             for n, old in before.items():
@@ -182,7 +178,7 @@ class BatchedStack(ClientStack):
 
     def _step(self, sel, host_rows, steps, on_host) -> None:
         spec, lr = self.spec, self.spec.lr
-        g = self._gradient(sel, steps, on_host)
+        g = self._gradient(sel, host_rows, steps, on_host)
         ws, drift, on, on_rows = g.ws, g.drift, g.on, g.on_rows
         if self.bufs is None:
             if drift is not None:
@@ -205,7 +201,7 @@ class BatchedStack(ClientStack):
         self._advance(sel, host_rows, g.loss, on_host)
 
     def _directions(self, sel, host_rows, steps, on_host):
-        g = self._gradient(sel, steps, on_host)
+        g = self._gradient(sel, host_rows, steps, on_host)
         d = [torch.zeros_like(w) for w in g.ws] if g.drift is None else [t.clone() for t in g.drift]
         g.grad.add_to(d, 1.0)
         return d, g.loss

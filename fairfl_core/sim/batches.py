@@ -27,7 +27,7 @@ import torch
 
 from fairfl_core.sim.transfer import to_device
 
-__all__ = ["BatchSchedule", "draw_schedule", "dropout_noise", "steps_per_client"]
+__all__ = ["BatchSchedule", "NoiseAhead", "draw_schedule", "dropout_noise", "steps_per_client"]
 
 
 @dataclass
@@ -139,3 +139,48 @@ def dropout_noise(
         gen = torch.Generator().manual_seed(int(state))
         per_row.append([torch.rand((batch, *shape), generator=gen) for shape in shapes])
     return tuple(to_device(torch.stack(layer), device) for layer in zip(*per_row, strict=True))
+
+
+class NoiseAhead:
+    """:func:`dropout_noise` drawn ahead: every row's noise for a window of steps at once, moved to the device
+    in one copy per layer, so a step reads its noise from the device instead of drawing and copying it (on a
+    GPU the host no longer stalls the launch queue each step). The same per-row-and-step generators draw it,
+    so the same bits. The window holds at most ``budget`` bytes (at least one step)."""
+
+    def __init__(
+        self,
+        schedule: BatchSchedule,
+        shapes: Sequence[tuple[int, ...]],
+        device: torch.device,
+        budget: int = 2**26,
+    ):
+        self.schedule, self.shapes, self.device = schedule, list(shapes), device
+        k, batch = schedule.index.shape[0], schedule.index.shape[2]
+        step_bytes = 4 * k * batch * sum(int(np.prod(shape)) for shape in self.shapes)
+        self.window = int(np.clip(budget // max(step_bytes, 1), 1, schedule.num_steps))
+        self.start = 0
+        self.noise: tuple[torch.Tensor, ...] = ()  # each layer's [K, window, B, *shape]
+
+    def __call__(self, rows: np.ndarray | None, steps: np.ndarray) -> tuple[torch.Tensor, ...]:
+        """Each layer's noise ``[R, B, *shape]`` of row ``rows[r]`` (None: every row) at step ``steps[r]``."""
+        if not self.shapes:
+            return ()
+        lo, hi = int(steps.min()), int(steps.max())
+        if hi - lo >= self.window:  # rows too far apart to share a window: drawn as they are
+            every = np.arange(self.schedule.index.shape[0]) if rows is None else rows
+            return dropout_noise(self.schedule, every, steps, self.shapes, self.device)
+        if not self.noise or lo < self.start or hi >= self.start + self.window:
+            self._draw(lo)
+        if rows is None and lo == hi:
+            return tuple(layer[:, lo - self.start] for layer in self.noise)
+        every = np.arange(self.schedule.index.shape[0]) if rows is None else rows
+        at = to_device(every, self.device), to_device(steps - self.start, self.device)
+        return tuple(layer[at] for layer in self.noise)
+
+    def _draw(self, start: int) -> None:
+        k = self.schedule.index.shape[0]
+        span = np.arange(start, min(start + self.window, self.schedule.num_steps))
+        rows, steps = np.repeat(np.arange(k), len(span)), np.tile(span, k)
+        drawn = dropout_noise(self.schedule, rows, steps, self.shapes, self.device)
+        self.start = start
+        self.noise = tuple(t.view(k, len(span), *t.shape[1:]) for t in drawn)

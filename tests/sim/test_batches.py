@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from fairfl_core.sim.batches import draw_schedule
+from fairfl_core.sim.batches import NoiseAhead, draw_schedule, dropout_noise
 
 
 def _padded(counts):
@@ -74,3 +74,22 @@ def test_the_draw_never_reads_the_index_device(monkeypatch):
     assert seen == [(None, torch.device("cpu"))]
     assert elsewhere.index.device.type == "meta" and elsewhere.mask.device.type == "meta"
     assert elsewhere.index.shape == draw_schedule(index, counts, batch_size=5, epochs=2, seed=3).index.shape
+
+
+# the whole round; windows of 2 steps (a step of 3 rows × 4 samples × 11 numbers × 4 bytes = 528 bytes); of 1
+@pytest.mark.parametrize("budget", [2**26, 2 * 528, 1])
+def test_noise_drawn_ahead_is_the_noise_of_each_row_and_step(budget):
+    schedule = draw_schedule(*_padded([9, 5, 12]), batch_size=4, steps=7, seed=3)
+    shapes = [(5,), (2, 3)]
+    ahead = NoiseAhead(schedule, shapes, torch.device("cpu"), budget)
+    asked = [(None, np.full(3, s)) for s in range(7)]  # in lockstep
+    asked += [
+        (np.array([2, 0]), np.array([4, 1])),
+        (np.array([1]), np.array([6])),
+        (None, np.array([0, 6, 3])),
+    ]
+    for rows, steps in asked:
+        every = np.arange(3) if rows is None else rows
+        expected = dropout_noise(schedule, every, steps, shapes, torch.device("cpu"))
+        got = ahead(rows, steps)
+        assert all(torch.equal(g, e) for g, e in zip(got, expected, strict=True))
