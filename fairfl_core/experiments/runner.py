@@ -260,6 +260,7 @@ def build_engine(
         eval_batch=cfg.eval.batch,
         dtype=getattr(torch, cfg.engine.dtype),
         client_axis=cfg.engine.client_axis,
+        model_key=(cfg.model.name, json.dumps(cfg.model.options, sort_keys=True)),
     )
 
 

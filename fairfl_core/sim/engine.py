@@ -21,6 +21,7 @@ closed-form gradient of ``mlp_step.py`` instead (``client_axis="bmm"``).
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -43,7 +44,7 @@ from fairfl_core.sim.sequential import SequentialTrainer
 from fairfl_core.sim.statistics import TRANSFORMS
 
 if TYPE_CHECKING:
-    from fairfl_core.sim.protocol import ClientEngine
+    from fairfl_core.sim.protocol import ClientEngine, Trainer
 
 __all__ = ["Engine", "TRAINERS", "batchnorm_rule"]
 
@@ -87,6 +88,7 @@ class Engine:
         eval_batch: int = 8192,
         dtype: torch.dtype = torch.float32,
         client_axis: str = "auto",
+        model_key: Hashable | None = None,
     ):
         if kind not in TRAINERS:
             raise ValueError(f"engine.kind must be one of {sorted(TRAINERS)}, got {kind!r}")
@@ -103,7 +105,8 @@ class Engine:
         self.client_axis = resolve_client_axis(client_axis, self.model, self.device)
         use_kernel(self.model, "gates" if self.client_axis == "vmap" else "fused")  # LSTM layers only
         self.relu_mlp = dense_relu_layers(self.model) if self.client_axis == "bmm" else None
-        self.trainer: BatchedTrainer | SequentialTrainer
+        self.model_key = model_key  # equal for equal architectures (runs as rows stack by it; None: never)
+        self.trainer: Trainer
         if kind == "batched":
             self.trainer = BatchedTrainer(
                 self.model, self.space, data.inputs, data.y, chunk_size, self.client_axis, self.stats_space
@@ -119,6 +122,11 @@ class Engine:
             )
             for split, (_, counts) in self._padded.items()
         }
+
+    def use_trainer(self, wrap: Callable[[Trainer], Trainer]) -> None:
+        """Train through ``wrap(trainer)`` from now on (``train``, ``train_pooled`` and ``stack`` call its
+        ``train`` and ``stack``): the rows executor's meeting (``sim/rows.py``)."""
+        self.trainer = wrap(self.trainer)
 
     # -- parameters --------------------------------------------------------------------------------------
     def init_params(self) -> torch.Tensor:

@@ -4,8 +4,6 @@ own stack), also with faults and beside a run that diverges."""
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 import torch
@@ -19,7 +17,7 @@ from fairfl_core.sim.batches import draw_schedule
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
 from fairfl_core.sim.local import LocalSpec, Prox
-from fairfl_core.sim.rows import RowsBatcher, RowTerms, concat_schedules, merge_specs, spec_key
+from fairfl_core.sim.rows import RowsBatcher, RowTerms, RunDied, concat_schedules, merge_specs, spec_key
 from tests.algorithms.test_contracts import CASES, FAULTS, WORK
 from tests.conftest import tiny_federated, tiny_model
 from tests.rounding import assert_close
@@ -31,7 +29,7 @@ SETTINGS = [("epochs", "none"), ("steps", "dropout"), ("epochs", "straggler")]
 def _sim(data, seed, work, faults, model=None, **train) -> Simulation:
     settings = dict(rounds=ROUNDS, clients_per_round=3, batch_size=4, lr=0.2, local_steps=3)
     settings.update(WORK[work], **train)
-    engine = Engine(model or tiny_model(), data, dtype=torch.float64)
+    engine = Engine(model or tiny_model(), data, dtype=torch.float64, model_key="tiny")
     return Simulation(engine, TrainConfig(**settings), seed, FAULTS[faults])
 
 
@@ -40,27 +38,15 @@ def _record(algo, rounds=ROUNDS):
     return [o.selected.tolist() for o in outs], algo.eval_params().clone()
 
 
-def _as_rows(algos, rounds=ROUNDS):
+def _as_rows(algos, rounds=ROUNDS, **batcher):
     """Run the algorithms in threads that meet in one batcher; their records in order."""
-    batcher, records, errors = RowsBatcher(stack=True), [None] * len(algos), []
+    batcher = RowsBatcher(stack=True, **batcher)
     for algo in algos:
         batcher.attach(algo.sim.engine)
-
-    def work(i):
-        with batcher.turn():
-            try:
-                records[i] = _record(algos[i], rounds)
-            except Exception as exc:  # pragma: no cover - re-raised below
-                errors.append(exc)
-
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(algos))]
-    batcher.expect(len(threads))
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
+    records = batcher.run([(f"run {i}", lambda a=algo: _record(a, rounds)) for i, algo in enumerate(algos)])
+    for record in records:
+        if isinstance(record, RunDied):
+            raise record
     return records, batcher
 
 
@@ -133,7 +119,9 @@ def test_convolutional_dropout_clients_as_rows_equal_their_runs_alone(client_axi
     def runs():
         sims = [_sim(data, s, "steps", "none", model=TinyCNN()) for s in range(3)]
         for sim in sims:
-            sim.engine = Engine(TinyCNN(), data, dtype=torch.float64, client_axis=client_axis)
+            sim.engine = Engine(
+                TinyCNN(), data, dtype=torch.float64, client_axis=client_axis, model_key="cnn"
+            )
         return [
             build_algorithm(n, sim, p)
             for n, sim, p in zip(["fedavg", "fedavg", "fedprox"], sims, [{}, {}, {"mu": 0.1}], strict=True)
@@ -148,7 +136,9 @@ def test_convolutional_dropout_clients_as_rows_equal_their_runs_alone(client_axi
 def test_a_memory_bound_splits_the_stack_into_chunks_with_the_same_numbers(monkeypatch):
     data = tiny_federated()
     alone = [_record(build_algorithm("fedavg", _sim(data, s, "steps", "none"), {})) for s in range(3)]
-    monkeypatch.setattr("fairfl_core.sim.rows.memory_budget", lambda device, gigabytes: 1)  # one row a chunk
+    monkeypatch.setattr(
+        "fairfl_core.sim.rows.memory_budget", lambda device, gigabytes, share: 1
+    )  # a row a chunk
     chunks = []
     real_train = BatchedTrainer.train
 
@@ -215,7 +205,7 @@ def test_a_sequential_engine_trains_alone_in_its_turn():
 
     def runs():
         sims = [_sim(data, s, "steps", "none") for s in range(2)]
-        sims[1].engine = Engine(tiny_model(), data, kind="sequential", dtype=torch.float64)
+        sims[1].engine = Engine(tiny_model(), data, kind="sequential", dtype=torch.float64, model_key="tiny")
         return [build_algorithm("fedavg", sim, {}) for sim in sims]
 
     alone = [_record(a) for a in runs()]
