@@ -425,11 +425,11 @@ class RowsBatcher:
 
     def train(self, call: _Call) -> LocalResult:
         """``call``'s result, computed together with the other live runs' calls (in a :meth:`run` thread)."""
+        if self._stopped is not None:
+            raise RunDied(self._stopped)
         me = threading.current_thread()
         if me not in self._members:
             raise RuntimeError(f"{me.name}: a rows engine trains only inside RowsBatcher.run; run it there")
-        if self._stopped is not None:
-            raise RunDied(self._stopped)
         call.run = self._members[me]
         self._pending.append(call)
         if len(self._pending) == len(self._members):
@@ -455,18 +455,17 @@ class RowsBatcher:
             self._stop(f"run {thread.name} ended without leaving the meeting")
 
     def _stop(self, why: str) -> RunDied:
-        """Fail every pending and later call: the meeting cannot go on (``why``)."""
-        died = RunDied(
-            f"rows meeting stopped: {why}; rerun the sweep (finished runs are kept, the others resume from "
-            "their checkpoints)"
-        )
+        """Fail every pending and later call: the meeting cannot go on (the first ``why``: its cause)."""
         if self._stopped is None:
-            self._stopped = str(died)
+            self._stopped = (
+                f"rows meeting stopped: {why}; rerun the sweep (finished runs are kept, the others resume "
+                "from their checkpoints)"
+            )
         for c in self._pending:
             c.error, c.done = RunDied(self._stopped), True
         self._pending = []
         self._baton.notify_all()
-        return died
+        return RunDied(self._stopped)
 
     def _flush(self) -> None:
         calls, self._pending = self._pending, []

@@ -17,7 +17,15 @@ from fairfl_core.sim.batches import draw_schedule
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
 from fairfl_core.sim.local import LocalSpec, Prox
-from fairfl_core.sim.rows import RowsBatcher, RowTerms, RunDied, concat_schedules, merge_specs, spec_key
+from fairfl_core.sim.rows import (
+    RowsBatcher,
+    RowTerms,
+    RunDied,
+    concat_schedules,
+    memory_budget,
+    merge_specs,
+    spec_key,
+)
 from tests.algorithms.test_contracts import CASES, FAULTS, WORK
 from tests.conftest import tiny_federated, tiny_model
 from tests.rounding import assert_close
@@ -212,3 +220,95 @@ def test_a_sequential_engine_trains_alone_in_its_turn():
     together, batcher = _as_rows(runs())
     assert all(_same(a, b) for a, b in zip(alone, together, strict=True))
     assert batcher.stacks == batcher.calls  # nothing to stack with
+
+
+def test_an_engine_without_a_model_key_trains_alone_in_its_turn():
+    data = tiny_federated()
+
+    def runs():
+        sims = [_sim(data, s, "steps", "none") for s in range(2)]
+        sims[1].engine = Engine(tiny_model(), data, dtype=torch.float64)  # model_key None
+        return [build_algorithm("fedavg", sim, {}) for sim in sims]
+
+    alone = [_record(a) for a in runs()]
+    together, batcher = _as_rows(runs())
+    assert all(_same(a, b) for a, b in zip(alone, together, strict=True))
+    assert batcher.stacks == batcher.calls
+
+
+# -- a run that dies ---------------------------------------------------------------------------------------
+def _three_runs(data):
+    return [build_algorithm("fedavg", _sim(data, s, "steps", "none"), {}) for s in range(3)]
+
+
+def test_a_run_that_raises_a_base_exception_stops_the_meeting_naming_it():
+    algos = _three_runs(tiny_federated())
+    batcher = RowsBatcher(stack=True, poll=0.05)
+    for algo in algos:
+        batcher.attach(algo.sim.engine)
+
+    def dies():
+        algos[1].round(0)
+        raise SystemExit("killed")
+
+    jobs = [("run 0", lambda: _record(algos[0])), ("victim", dies), ("run 2", lambda: _record(algos[2]))]
+    out = batcher.run(jobs)
+    assert all(isinstance(o, RunDied) for o in out)
+    assert "run victim raised SystemExit: killed" in str(out[1])
+    assert all("run victim raised SystemExit" in str(o) for o in out)  # the others name it
+    with pytest.raises(RunDied, match="run victim raised SystemExit"):  # and so does every later call
+        algos[0].sim.engine.trainer.train(*_first_call(algos[0]))
+
+
+def _first_call(algo):
+    engine, spec = algo.sim.engine, algo.sim.local_spec(0)
+    return algo.w, spec, engine.schedule(np.arange(2), spec, 0), engine.running
+
+
+def test_a_base_exception_in_the_stacked_training_names_the_runs_of_the_stack(monkeypatch):
+    algos = _three_runs(tiny_federated())
+    batcher = RowsBatcher(stack=True, poll=0.05)
+    for algo in algos:
+        batcher.attach(algo.sim.engine)
+
+    def train(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(BatchedTrainer, "train", train)
+    out = batcher.run([(f"run {i}", lambda a=a: _record(a)) for i, a in enumerate(algos)])
+    assert all(isinstance(o, RunDied) for o in out)
+    assert all("KeyboardInterrupt () in the training of run(s) run 0, run 1, run 2" in str(o) for o in out)
+
+
+def test_a_run_thread_that_ends_without_leaving_is_noticed_within_a_poll(monkeypatch):
+    algos = _three_runs(tiny_federated())
+    batcher = RowsBatcher(stack=True, poll=0.05)
+    for algo in algos:
+        batcher.attach(algo.sim.engine)
+    leave = RowsBatcher._leave
+    monkeypatch.setattr(  # the short run's thread ends as if killed: it never leaves
+        RowsBatcher, "_leave", lambda self, t: None if t.name == "short" else leave(self, t)
+    )
+    jobs = [("short", lambda: _record(algos[0], 1))]
+    jobs += [(f"run {i}", lambda a=a: _record(a)) for i, a in enumerate(algos[1:], 1)]
+    out = batcher.run(jobs)  # without the poll: a hang
+    assert out[0][1].isfinite().all()  # the short run's own result
+    assert all("run short ended without leaving the meeting" in str(o) for o in out[1:])
+
+
+def test_a_rows_engine_trains_only_inside_the_meeting():
+    algo = _three_runs(tiny_federated())[0]
+    RowsBatcher().attach(algo.sim.engine)
+    with pytest.raises(RuntimeError, match="trains only inside RowsBatcher.run"):
+        algo.round(0)
+
+
+# -- memory --------------------------------------------------------------------------------------------------
+def test_processes_sharing_a_device_split_its_memory_budget(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (8 * 2**30, 16 * 2**30))
+    cuda = torch.device("cuda")
+    assert memory_budget(cuda) == 4 * 2**30 and memory_budget(cuda, share=4) == 2**30
+    assert memory_budget(cuda, 3.0, share=4) == 3 * 2**30  # given: per process
+    cpu = torch.device("cpu")
+    monkeypatch.setattr("os.sysconf", lambda name: {"SC_AVPHYS_PAGES": 2**20, "SC_PAGE_SIZE": 2**12}[name])
+    assert memory_budget(cpu) == 2**30 and memory_budget(cpu, share=2) == 2**29
