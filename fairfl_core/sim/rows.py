@@ -480,7 +480,7 @@ class RowsBatcher:
                     c.error = exc
             except BaseException as exc:  # the flushing run dies: no call waits for a flush any more
                 self._pending = [c for c in calls if not c.done]
-                runs = ", ".join(c.run for c in group)
+                runs = ", ".join(sorted(c.run for c in group))
                 self._stop(f"{type(exc).__name__} ({exc}) in the training of run(s) {runs}")
                 raise
             for c in group:
