@@ -11,17 +11,18 @@ A sweep config is a run config plus a ``sweep`` section::
 An algorithm entry's ``overrides`` (``section.field=value``, as ``--set``) apply to its runs only, after the
 grid: a control that differs from the base config in one setting.
 
-Executors: ``inline`` (this process), ``process`` (a local process pool), ``ray`` (one Ray task per run on
-a cluster or a local Ray instance, :mod:`fairfl_core.experiments.ray_executor`) and ``rows`` (every run in a
+Executors: ``inline`` (this process), ``process`` (a local process pool), ``ray`` (one Ray task per run on a
+cluster or a local Ray instance, :mod:`fairfl_core.experiments.ray_executor`) and ``rows`` (every run in a
 thread of this process, their local training stacked as rows of one computation, :mod:`fairfl_core.sim.rows`;
-the same numbers as alone). Runs whose results exist are
-never scheduled, so a sweep killed at any moment and started again recomputes no finished run and resumes
-the others from their checkpoints (:mod:`fairfl_core.experiments.runner`). A pool worker exits when the
-sweep's process dies, even by SIGKILL. A run that raises is reported as ``failed`` with its config hash and
-error, and the sweep carries on. Configs of one run (equal hashes: one setting reported under two labels) run
-once. With ``$FAIRFL_FROM_ARCHIVE`` set (``reproduce.sh --from-archive``) a sweep computes nothing: it
-raises :class:`RunsMissing`, naming the runs its results directory lacks. Tables of the results:
-:mod:`fairfl_core.report`.
+the same numbers as alone; experimental until measured on a GPU). Runs whose results exist are never
+scheduled, so a sweep killed at any moment and started again recomputes no finished run and resumes the others
+from their checkpoints (:mod:`fairfl_core.experiments.runner`). A pool worker exits when the sweep's process
+dies, even by SIGKILL. A run that raises is reported as ``failed`` with its config hash and error, and the
+sweep carries on; a run whose pool process dies is ``failed`` naming it, unless it had finished (``rows``: a
+run that dies stops the runs still training, naming it). Configs of one run (equal hashes: one setting
+reported under two labels) run once. With ``$FAIRFL_FROM_ARCHIVE`` set (``reproduce.sh --from-archive``) a
+sweep computes nothing: it raises :class:`RunsMissing`, naming the runs its results directory lacks. Tables of
+the results: :mod:`fairfl_core.report`.
 """
 
 from __future__ import annotations
@@ -286,8 +287,8 @@ def run_sweep(
     each trains its share of the runs as rows), or a local Ray instance's CPUs. ``options``: the ``ray``
     executor's ``ray_address``, ``num_cpus`` and ``num_gpus`` per run
     (:mod:`fairfl_core.experiments.ray_executor`), the ``rows`` executor's ``memory_gb`` (one stacked
-    computation's bound; default: half a GPU's free memory, a quarter of RAM) and ``stack`` (stack calls on a
-    CPU too; default: on GPUs only)."""
+    computation's bound per process; default: half a GPU's free memory or a quarter of RAM, over ``workers``)
+    and ``stack`` (stack calls on a CPU too; default: on GPUs only)."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {sorted(EXECUTORS)}, got {executor!r}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):

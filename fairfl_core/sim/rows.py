@@ -18,9 +18,10 @@ rate, batch size, local work, momentum, objective, loss and statistics. Their st
 term contributing the exact identity (scale 1, drift 0). Models that draw dropout masks from torch's
 generator (other than ``SeededDropout``) never share a stack.
 
-Stacking is for GPUs, where one run's step is a few dozen small kernel launches and R runs' rows give each
-launch R times the work. On CPUs the batched GEMMs of one run's clients already run near the matmul peak, and
-a larger stack is slower per row (``benchmarks/README.md``), so by default (``stack=None``) calls on a CPU
+Experimental until a GPU measurement shows it pays (on CPUs 0.96–1.04× of the process pool; never measured on
+a GPU). Stacking is for GPUs, where one run's step is a few dozen small kernel launches and R runs' rows give
+each launch R times the work. On CPUs the batched GEMMs of one run's clients already run near the matmul peak,
+and a larger stack is slower per row (``benchmarks/README.md``), so by default (``stack=None``) calls on a CPU
 train one after the other, each as it would alone; ``stack=True`` stacks them there too (the tests do, to
 check the numbers).
 
