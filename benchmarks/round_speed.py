@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-import threading
 import time
 
 import torch
@@ -34,7 +33,7 @@ from fairfl_core.experiments.runner import resolve_device, run_data, run_experim
 from fairfl_core.models import build_model
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
-from fairfl_core.sim.rows import RowsBatcher
+from fairfl_core.sim.rows import RowsBatcher, RunDied
 
 CONFIG = "fairfl_core/experiments/configs/fmnist_fedavg.yaml"
 CNN_CONFIG = "fairfl_core/experiments/configs/fedeba_cifar10_cnn.yaml"
@@ -93,7 +92,8 @@ def rows_round(cfg: ExperimentConfig, device: torch.device, runs: int, rounds: i
     data = batcher.pools.share(run_data(cfg, device))
     algos = []
     for seed in range(runs):
-        engine = Engine(build_model(cfg.model.name, seed=seed, **cfg.model.options), data)
+        model = build_model(cfg.model.name, seed=seed, **cfg.model.options)
+        engine = Engine(model, data, model_key=cfg.model.name)
         batcher.attach(engine)
         algos.append(
             build_algorithm("fedavg", Simulation(engine, cfg.train, seed=seed), cfg.algorithm.params)
@@ -108,19 +108,15 @@ def rows_rounds(batcher: RowsBatcher, algos: list, rounds: int, device: torch.de
     marks: list[float] = []
 
     def work(algo):
-        with batcher.turn():
-            algo.round(0)
-            sync(device)
-            marks.append(time.perf_counter())
-            for t in range(1, rounds + 1):
-                algo.round(t)
+        algo.round(0)
+        sync(device)
+        marks.append(time.perf_counter())
+        for t in range(1, rounds + 1):
+            algo.round(t)
 
-    threads = [threading.Thread(target=work, args=(a,)) for a in algos]
-    batcher.expect(len(threads))
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    for out in batcher.run([(f"run {i}", lambda a=algo: work(a)) for i, algo in enumerate(algos)]):
+        if isinstance(out, RunDied):
+            raise out
     sync(device)
     return (time.perf_counter() - min(marks)) / rounds
 

@@ -292,6 +292,7 @@ def build_engine(
         dtype=getattr(torch, cfg.engine.dtype),
         client_axis=cfg.engine.client_axis,
         precision=cfg.engine.precision,
+        model_key=(cfg.model.name, json.dumps(cfg.model.options, sort_keys=True)),
     )
 
 

@@ -11,17 +11,18 @@ A sweep config is a run config plus a ``sweep`` section::
 An algorithm entry's ``overrides`` (``section.field=value``, as ``--set``) apply to its runs only, after the
 grid: a control that differs from the base config in one setting.
 
-Executors: ``inline`` (this process), ``process`` (a local process pool), ``ray`` (one Ray task per run on
-a cluster or a local Ray instance, :mod:`fairfl_core.experiments.ray_executor`) and ``rows`` (every run in a
+Executors: ``inline`` (this process), ``process`` (a local process pool), ``ray`` (one Ray task per run on a
+cluster or a local Ray instance, :mod:`fairfl_core.experiments.ray_executor`) and ``rows`` (every run in a
 thread of this process, their local training stacked as rows of one computation, :mod:`fairfl_core.sim.rows`;
-the same numbers as alone). Runs whose results exist are
-never scheduled, so a sweep killed at any moment and started again recomputes no finished run and resumes
-the others from their checkpoints (:mod:`fairfl_core.experiments.runner`). A pool worker exits when the
-sweep's process dies, even by SIGKILL. A run that raises is reported as ``failed`` with its config hash and
-error, and the sweep carries on. Configs of one run (equal hashes: one setting reported under two labels) run
-once. With ``$FAIRFL_FROM_ARCHIVE`` set (``reproduce.sh --from-archive``) a sweep computes nothing: it
-raises :class:`RunsMissing`, naming the runs its results directory lacks. Tables of the results:
-:mod:`fairfl_core.report`.
+the same numbers as alone; experimental until measured on a GPU). Runs whose results exist are never
+scheduled, so a sweep killed at any moment and started again recomputes no finished run and resumes the others
+from their checkpoints (:mod:`fairfl_core.experiments.runner`). A pool worker exits when the sweep's process
+dies, even by SIGKILL. A run that raises is reported as ``failed`` with its config hash and error, and the
+sweep carries on; a run whose pool process dies is ``failed`` naming it, unless it had finished (``rows``: a
+run that dies stops the runs still training, naming it). Configs of one run (equal hashes: one setting
+reported under two labels) run once. With ``$FAIRFL_FROM_ARCHIVE`` set (``reproduce.sh --from-archive``) a
+sweep computes nothing: it raises :class:`RunsMissing`, naming the runs its results directory lacks. Tables of
+the results: :mod:`fairfl_core.report`.
 """
 
 from __future__ import annotations
@@ -173,41 +174,70 @@ def _worker_init(threads: int) -> None:
 
 def _process_pool(configs, results_dir, progress, device, workers):
     workers = workers or max(1, usable_cores() // 2)
+    return _pooled([[x] for x in enumerate(configs)], False, results_dir, device, workers)
+
+
+def _pooled(shards, stacked: bool, results_dir, device, workers: int, **rows) -> list[SweepOutcome]:
+    """Each shard (``(index, config)`` pairs) a task of a pool of ``workers`` processes with cores/``workers``
+    torch threads (:func:`_rows_here`); the outcomes in index order. The runs of a shard whose worker process
+    died are :func:`_lost`."""
     threads = max(1, usable_cores() // workers)
     with cf.ProcessPoolExecutor(
         workers, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(threads,)
     ) as pool:
-        futures = [pool.submit(_run_one, c, results_dir, False, device) for c in configs]
-        return [f.result() for f in futures]
+        futures = [
+            pool.submit(_rows_here, shard, stacked, results_dir, False, device, **rows) for shard in shards
+        ]
+        done = []
+        for future, shard in zip(futures, shards, strict=True):
+            try:
+                done += future.result()
+            except Exception as exc:  # the worker process died (BrokenProcessPool)
+                why = f"its worker process died ({type(exc).__name__}: {exc}); rerun the sweep to resume it"
+                done += [(i, _lost(cfg, results_dir, f"run {_name(cfg)}: {why}")) for i, cfg in shard]
+    return [outcome for _, outcome in sorted(done, key=lambda pair: pair[0])]
 
 
-def _rows_here(items, stacked: bool, results_dir, progress, device, memory_gb=None, stack=None):
+def _name(cfg: ExperimentConfig) -> str:
+    """How errors name a run: its config name and hash."""
+    return f"{cfg.name} ({config_hash(cfg)})"
+
+
+def _lost(cfg: ExperimentConfig, results_dir, why: str) -> SweepOutcome:
+    """The outcome of a run whose thread or worker process died: its result if it had finished, else
+    ``failed`` with ``why``."""
+    done = cached_run(cfg, results_dir)
+    return SweepOutcome(cfg, done, None if done else why)
+
+
+def _rows_here(
+    items, stacked: bool, results_dir, progress, device, memory_gb=None, stack=None, share: int = 1
+):
     """Train ``items`` (``(index, config)`` pairs) in this process, their local training stacked as rows
-    (``sim/rows.py``), or one after the other as alone when not ``stacked``; ``[(index, outcome)]``."""
+    (``sim/rows.py``; ``share``: the processes sharing the device's memory), or one after the other as alone
+    when not ``stacked``; ``[(index, outcome)]``. A run that dies stops the others (``RowsBatcher``): they
+    are reported ``failed`` naming it, the finished ones done."""
     if not stacked:
         return [(i, _run_one(cfg, results_dir, progress, device)) for i, cfg in items]
-    batcher = RowsBatcher(memory_gb, stack)
-    todo = list(items)
-    done: list[tuple[int, SweepOutcome]] = []
-    bar = tqdm(total=len(todo), disable=not progress, desc="runs as rows", unit="run")
+    batcher = RowsBatcher(memory_gb, stack, share=share)
+    bar = tqdm(total=len(items), disable=not progress, desc="runs as rows", unit="run")
     torch_threads = torch.get_num_threads()  # a new thread's intra-op pool starts at the machine's default
 
-    def work():
-        torch.set_num_threads(torch_threads)
-        with batcher.turn():  # one run's code at a time; the others wait in their local training
-            i, cfg = todo.pop(0)
-            done.append((i, _run_one(cfg, results_dir, False, device, rows=batcher)))
+    def job(cfg: ExperimentConfig) -> Callable[[], SweepOutcome]:
+        def one() -> SweepOutcome:
+            torch.set_num_threads(torch_threads)
+            outcome = _run_one(cfg, results_dir, False, device, rows=batcher)
             bar.update()
+            return outcome
 
-    # daemon: an interrupted sweep exits (its runs resume from their checkpoints) instead of waiting on them
-    pool = [threading.Thread(target=work, name=f"rows-{i}", daemon=True) for i in range(len(todo))]
-    batcher.expect(len(pool))
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join()
+        return one
+
+    got = batcher.run([(_name(cfg), job(cfg)) for _, cfg in items])
     bar.close()
-    return done
+    return [
+        (i, o if isinstance(o, SweepOutcome) else _lost(cfg, results_dir, str(o)))
+        for (i, cfg), o in zip(items, got, strict=True)
+    ]
 
 
 def _rows(configs, results_dir, progress, device, workers, memory_gb: float | None = None, stack=None):
@@ -215,7 +245,8 @@ def _rows(configs, results_dir, progress, device, workers, memory_gb: float | No
     ``stack`` (default: off) decides: unstacked, each run is a task of a pool of ``workers`` processes, as
     with the process pool (a run's own stacked GEMMs already run near the CPU's peak, ``sim/rows.py``);
     stacked, each process trains a contiguous share of the runs (a method's seeds together) as rows. Pool
-    processes get cores/``workers`` torch threads. ``memory_gb`` bounds one stacked computation."""
+    processes get cores/``workers`` torch threads. ``memory_gb`` bounds one stacked computation of one
+    process (default: its 1/``workers`` share of the device's, ``rows.memory_budget``)."""
     gpu = resolve_device(device or "auto").type == "cuda"
     stacked = gpu or bool(stack)
     if workers is None:
@@ -224,21 +255,12 @@ def _rows(configs, results_dir, progress, device, workers, memory_gb: float | No
     items = list(enumerate(configs))
     if workers == 1:
         done = _rows_here(items, stacked, results_dir, progress, device, memory_gb, stack)
-    else:
-        bounds = [round(i * len(items) / workers) for i in range(workers + 1)]
-        shards = (
-            [items[bounds[i] : bounds[i + 1]] for i in range(workers)] if stacked else [[x] for x in items]
-        )
-        threads = max(1, usable_cores() // workers)
-        with cf.ProcessPoolExecutor(
-            workers, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(threads,)
-        ) as pool:
-            futures = [
-                pool.submit(_rows_here, shard, stacked, results_dir, False, device, memory_gb, stack)
-                for shard in shards
-            ]
-            done = [pair for f in futures for pair in f.result()]
-    return [outcome for _, outcome in sorted(done, key=lambda pair: pair[0])]
+        return [outcome for _, outcome in sorted(done, key=lambda pair: pair[0])]
+    bounds = [round(i * len(items) / workers) for i in range(workers + 1)]
+    shards = [items[bounds[i] : bounds[i + 1]] for i in range(workers)] if stacked else [[x] for x in items]
+    return _pooled(
+        shards, stacked, results_dir, device, workers, memory_gb=memory_gb, stack=stack, share=workers
+    )
 
 
 EXECUTORS: dict[str, Callable[..., list[SweepOutcome]]] = {
@@ -265,8 +287,8 @@ def run_sweep(
     each trains its share of the runs as rows), or a local Ray instance's CPUs. ``options``: the ``ray``
     executor's ``ray_address``, ``num_cpus`` and ``num_gpus`` per run
     (:mod:`fairfl_core.experiments.ray_executor`), the ``rows`` executor's ``memory_gb`` (one stacked
-    computation's bound; default: half a GPU's free memory, a quarter of RAM) and ``stack`` (stack calls on a
-    CPU too; default: on GPUs only)."""
+    computation's bound per process; default: half a GPU's free memory or a quarter of RAM, over ``workers``)
+    and ``stack`` (stack calls on a CPU too; default: on GPUs only)."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {sorted(EXECUTORS)}, got {executor!r}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -48,7 +49,7 @@ from fairfl_core.sim.statistics import TRANSFORMS
 from fairfl_core.sim.transfer import to_device
 
 if TYPE_CHECKING:
-    from fairfl_core.sim.protocol import ClientEngine
+    from fairfl_core.sim.protocol import ClientEngine, Trainer
 
 __all__ = ["Engine", "TRAINERS", "batchnorm_rule"]
 
@@ -104,6 +105,7 @@ class Engine:
         dtype: torch.dtype = torch.float32,
         client_axis: str = "auto",
         precision: str = "exact",
+        model_key: Hashable | None = None,
     ):
         if kind not in TRAINERS:
             raise ValueError(f"engine.kind must be one of {sorted(TRAINERS)}, got {kind!r}")
@@ -121,7 +123,8 @@ class Engine:
         self.precision.check_dtype(dtype)
         self.client_axis = ClientAxis.resolve(client_axis, self.model, self.device)
         use_kernel(self.model, self.client_axis.lstm_kernel)  # LSTM layers only
-        self.trainer: BatchedTrainer | SequentialTrainer
+        self.model_key = model_key  # equal for equal architectures (runs as rows stack by it; None: never)
+        self.trainer: Trainer
         if kind == "batched":
             self.trainer = BatchedTrainer(
                 self.model,
@@ -146,6 +149,11 @@ class Engine:
             )
             for split, (_, counts) in self._padded.items()
         }
+
+    def use_trainer(self, wrap: Callable[[Trainer], Trainer]) -> None:
+        """Train through ``wrap(trainer)`` from now on (``train``, ``train_pooled`` and ``stack`` call its
+        ``train`` and ``stack``): the rows executor's meeting (``sim/rows.py``)."""
+        self.trainer = wrap(self.trainer)
 
     # -- parameters --------------------------------------------------------------------------------------
     def init_params(self) -> torch.Tensor:

@@ -1,8 +1,8 @@
 """What an algorithm may call on ``sim.engine``: one interface, three servers.
 
 * :class:`~fairfl_core.sim.engine.Engine` computes everything in this process (the local engine);
-* the rows executor (:mod:`fairfl_core.sim.rows`) attaches to an ``Engine`` and serves its ``train`` together
-  with the other runs' (runs as rows), the rest as the engine does;
+* the rows executor (:mod:`fairfl_core.sim.rows`) gives an ``Engine`` a :class:`Trainer` whose ``train`` runs
+  together with the other runs' (runs as rows), the rest as the engine does;
 * :class:`~fairfl_core.flower.engines.FlowerEngine` sends ``train``, ``losses``, ``gradients`` and
   ``features`` to the clients' nodes as Flower messages and keeps the server-side members of its local
   engine; ``stack`` (clients stepped side by side, gossip) and ``train_pooled`` (Centralized) it refuses.
@@ -23,11 +23,12 @@ from torch import nn
 
 if TYPE_CHECKING:
     from fairfl_core.data.federated import FederatedDataset
+    from fairfl_core.sim.batches import BatchSchedule
     from fairfl_core.sim.client_stack import ClientStack
     from fairfl_core.sim.local import LocalResult, LocalSpec, SampleLoss
     from fairfl_core.sim.params import ParamSpace
 
-__all__ = ["ClientEngine"]
+__all__ = ["ClientEngine", "Trainer"]
 
 
 class ClientEngine(Protocol):
@@ -113,4 +114,29 @@ class ClientEngine(Protocol):
 
     def pooled(self, w: torch.Tensor) -> tuple[float, float]:
         """Accuracy and mean loss of one model on the pooled test set."""
+        ...
+
+
+class Trainer(Protocol):
+    """What an ``Engine`` trains with (``engine.trainer``): the batched or sequential trainer, or a wrapper of
+    one (``Engine.use_trainer``)."""
+
+    def train(
+        self,
+        start: torch.Tensor,
+        spec: LocalSpec,
+        schedule: BatchSchedule,
+        running: torch.Tensor | None = None,
+    ) -> LocalResult:
+        """Every row's whole ``schedule`` from ``start`` (``[P]`` or ``[K, P]``)."""
+        ...
+
+    def stack(
+        self,
+        start: torch.Tensor,
+        spec: LocalSpec,
+        schedule: BatchSchedule,
+        running: torch.Tensor | None = None,
+    ) -> ClientStack:
+        """The rows' state at ``start``, to be stepped."""
         ...

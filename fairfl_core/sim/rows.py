@@ -2,23 +2,26 @@
 
 R runs of one experiment (seeds × methods × hyperparameter values) each keep their own algorithm, engine,
 store and checkpoints, and run in their own thread (the ``rows`` executor of ``experiments/sweep.py``).
-Their engines' ``train`` calls come here: a run that asks for local training waits until every live run is
-waiting or done, and the pending calls are then executed together. Calls that can share a stack do: their
-clients become rows of one :class:`~fairfl_core.sim.client_stack.ClientStack`, each with its own starting
-point, minibatch schedule, running statistics and step terms.
+Their engines train through a :class:`RowsTrainer` (``Engine.use_trainer``), whose calls come here (``train``
+and ``train_pooled``; ``stack`` is the engine's own): a run that asks for local training waits until every
+live run is waiting or done, and the pending calls are then executed together. Calls that can share a stack
+do: their clients become rows of one :class:`~fairfl_core.sim.client_stack.ClientStack`, each with its own
+starting point, minibatch schedule, running statistics and step terms.
 
 A row's numbers do not depend on the other rows of its stack (``batched_trainer.py``: a row that does not step
 is multiplied by exact ones and zeros; every per-client computation is its own slice of a batched kernel), so
 each run gets exactly the numbers it gets alone. Two calls share a stack when these are equal: the data pool
-and labels (the same tensors, see :class:`PoolRegistry`), the model (architecture and settings), dtype and
-client axis, and the spec's learning rate, batch size, local work, momentum, objective, loss and statistics.
-Their step terms may differ: term ``i`` of the merged spec applies each call's own term ``i`` to that call's
-rows (:class:`RowTerms`), a missing term contributing the exact identity (scale 1, drift 0). Models that draw
+and labels (the same tensors, see :class:`PoolRegistry`), the engines' ``model_key`` (the model's registry
+name and options; an engine without one never shares a stack), dtype, client axis and precision, and the
+spec's learning rate, batch size, local work, momentum, objective, loss and statistics. Their step terms may
+differ: term ``i`` of the merged spec applies each call's own term ``i`` to that call's rows
+(:class:`RowTerms`), a missing term contributing the exact identity (scale 1, drift 0). Models that draw
 dropout masks from torch's generator (other than ``SeededDropout``) never share a stack.
 
-Stacking is for GPUs, where one run's step is a few dozen small kernel launches and R runs' rows give each
-launch R times the work. On CPUs the batched GEMMs of one run's clients already run near the matmul peak, and
-a larger stack is slower per row (``benchmarks/README.md``), so by default (``stack=None``) calls on a CPU
+Experimental until a GPU measurement shows it pays (on CPUs 0.96–1.04× of the process pool; never measured on
+a GPU). Stacking is for GPUs, where one run's step is a few dozen small kernel launches and R runs' rows give
+each launch R times the work. On CPUs the batched GEMMs of one run's clients already run near the matmul peak,
+and a larger stack is slower per row (``benchmarks/README.md``), so by default (``stack=None``) calls on a CPU
 train one after the other, each as it would alone; ``stack=True`` stacks them there too (the tests do, to
 check the numbers).
 
@@ -28,14 +31,12 @@ compete for the CPU's threads and each run's own code is exactly its code alone.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import threading
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import torch
@@ -45,16 +46,20 @@ from fairfl_core.data.federated import FederatedDataset
 from fairfl_core.models.dropout import draws_from_torch
 from fairfl_core.sim.batched_trainer import BatchedTrainer
 from fairfl_core.sim.batches import BatchSchedule
+from fairfl_core.sim.client_stack import ClientStack
 from fairfl_core.sim.local import LocalResult, LocalSpec, StepTerm
 from fairfl_core.sim.params import ParamSpace
 
 if TYPE_CHECKING:
     from fairfl_core.sim.engine import Engine
+    from fairfl_core.sim.protocol import Trainer
 
 __all__ = [
     "PoolRegistry",
     "RowTerms",
     "RowsBatcher",
+    "RowsTrainer",
+    "RunDied",
     "activation_elements",
     "concat_schedules",
     "memory_budget",
@@ -62,6 +67,9 @@ __all__ = [
     "row_bytes",
     "spec_key",
 ]
+
+
+T = TypeVar("T")
 
 
 # -- merging calls into one stack -------------------------------------------------------------------------
@@ -237,14 +245,15 @@ class PoolRegistry:
 
 
 # -- memory ------------------------------------------------------------------------------------------------
-def memory_budget(device: torch.device, gigabytes: float | None = None) -> int:
-    """Bytes one stacked computation may use: ``gigabytes`` if given, else half the free memory of a CUDA
-    device or a quarter of the available RAM."""
+def memory_budget(device: torch.device, gigabytes: float | None = None, share: int = 1) -> int:
+    """Bytes one stacked computation of one of ``share`` processes on ``device`` may use: ``gigabytes`` if
+    given (per process), else half the free memory of a CUDA device or a quarter of the available RAM, split
+    evenly between the processes."""
     if gigabytes is not None:
         return int(gigabytes * 2**30)
     if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0] * 0.5)
-    return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * 0.25)
+        return int(torch.cuda.mem_get_info(device)[0] * 0.5) // share
+    return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * 0.25) // share
 
 
 def activation_elements(model: nn.Module, sample: torch.Tensor) -> int:
@@ -274,13 +283,50 @@ def row_bytes(params: int, activations: int, batch: int, dtype: torch.dtype, mom
 
 
 # -- the batcher -------------------------------------------------------------------------------------------
+class RunDied(RuntimeError):
+    """The meeting stopped: a run died in it (a ``BaseException``, or its thread ended without leaving)."""
+
+
+class RowsTrainer:
+    """An engine's trainer whose ``train`` meets the other runs' in a :class:`RowsBatcher`
+    (``RowsBatcher.attach``); ``stack`` and everything else are the engine's own trainer's (``inner``)."""
+
+    def __init__(self, batcher: RowsBatcher, engine: Engine, inner: Trainer):
+        self.batcher, self.engine, self.inner = batcher, engine, inner
+
+    def train(
+        self,
+        start: torch.Tensor,
+        spec: LocalSpec,
+        schedule: BatchSchedule,
+        running: torch.Tensor | None = None,
+    ) -> LocalResult:
+        """The inner trainer's result, computed together with the other live runs' calls."""
+        return self.batcher.train(_Call(self, start, spec, schedule, running))
+
+    def stack(
+        self,
+        start: torch.Tensor,
+        spec: LocalSpec,
+        schedule: BatchSchedule,
+        running: torch.Tensor | None = None,
+    ) -> ClientStack:
+        return self.inner.stack(start, spec, schedule, running)
+
+    def __getattr__(self, name: str):
+        if name == "inner":  # not yet set (a copy being built)
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
 @dataclass
 class _Call:
-    engine: Engine
+    trainer: RowsTrainer
     start: torch.Tensor
     spec: LocalSpec
     schedule: BatchSchedule
     running: torch.Tensor | None
+    run: str = ""  # the calling run's name
     result: LocalResult | None = None
     error: BaseException | None = None
     done: bool = False
@@ -289,80 +335,139 @@ class _Call:
     def __post_init__(self):
         self.rows = self.schedule.index.shape[0]
 
+    @property
+    def engine(self) -> Engine:
+        return self.trainer.engine
+
     def key(self, stack_on_cpu: bool) -> tuple:
-        e = self.engine
-        alone = not isinstance(e.trainer, BatchedTrainer) or draws_from_torch(e.model)
-        if alone or (e.device.type == "cpu" and not stack_on_cpu):
+        e, inner = self.engine, self.trainer.inner
+        if (
+            not isinstance(inner, BatchedTrainer)
+            or e.model_key is None
+            or draws_from_torch(e.model)
+            or (e.device.type == "cpu" and not stack_on_cpu)
+        ):
             return ("alone", id(self))
         return (
             id(e.data.x),
-            id(e.trainer.labels),
-            repr(e.model),
+            id(inner.labels),
+            e.model_key,
             e.dtype,
             str(e.device),
-            e.client_axis,
+            e.client_axis.name,
+            e.precision.mode,
             self.running is None,
             spec_key(self.spec),
         )
 
 
 class RowsBatcher:
-    """The meeting point of the run threads (module docstring): :meth:`expect` the threads first, then each
-    one runs inside :meth:`turn` (holding the baton, except while it waits for its training) with its engines
-    :meth:`attach` ed."""
+    """The meeting point of the run threads (module docstring): :meth:`run` starts one thread per run, whose
+    engines are :meth:`attach` ed; a thread holds the baton while its run's code runs, except while it waits
+    for its training.
 
-    def __init__(self, memory_gb: float | None = None, stack: bool | None = None):
+    Every wait wakes each ``poll`` seconds to check that no run thread ended without leaving. A run that dies
+    (a ``BaseException`` escapes its code, or its thread vanishes) stops the meeting: every pending and later
+    call raises :class:`RunDied` naming it, so the other runs end promptly (an ordinary exception is its own
+    run's: the calls of a stack that raised re-raise it, the others go on). ``share``: the processes that
+    share the device (:func:`memory_budget`)."""
+
+    def __init__(
+        self,
+        memory_gb: float | None = None,
+        stack: bool | None = None,
+        *,
+        share: int = 1,
+        poll: float = 5.0,
+    ):
         self.pools = PoolRegistry()
         self._memory_gb = memory_gb
         self._stack_on_cpu = bool(stack)
+        self._share = share
+        self._poll = poll
         self._baton = threading.Condition()
-        self._live = 0
+        self._members: dict[threading.Thread, str] = {}  # the run threads still in the meeting: their runs
         self._pending: list[_Call] = []
+        self._stopped: str | None = None  # why the meeting stopped (a run died)
         self._activations: dict[tuple, int] = {}  # per sample, by model
         self.calls = 0  # train calls served
         self.stacks = 0  # stacked computations that served them
 
-    def expect(self, threads: int) -> None:
-        """``threads`` more threads take part: no meeting starts before each has called or left."""
-        with self._baton:
-            self._live += threads
-
-    @contextmanager
-    def turn(self):
-        """One expected thread's whole work; on leaving, the other runs no longer wait for it."""
-        with self._baton:
-            try:
-                yield self
-            finally:
-                self._live -= 1
-                if self._pending and len(self._pending) == self._live:
-                    self._flush()
-
     def attach(self, engine: Engine) -> None:
-        """Route ``engine.train`` through the batcher; the engine's other members (``protocol.ClientEngine``)
-        run as they are, so the attached engine serves the same interface."""
-        engine.train = functools.partial(self.train, engine)  # type: ignore[method-assign]
+        """Train ``engine`` through the meeting (:class:`RowsTrainer`); its other members run as they are."""
+        engine.use_trainer(lambda inner: RowsTrainer(self, engine, inner))
 
-    def train(
-        self,
-        engine: Engine,
-        clients: np.ndarray,
-        start: torch.Tensor,
-        spec: LocalSpec,
-        seed: int,
-        work: np.ndarray | None = None,
-    ) -> LocalResult:
-        """``Engine.train``'s result, computed together with the other live runs' calls."""
-        call = _Call(engine, start, spec, engine.schedule(clients, spec, seed, work), engine.running)
+    def run(self, runs: Sequence[tuple[str, Callable[[], T]]]) -> list[T | RunDied]:
+        """Call each ``(name, function)``'s function in a thread of its own, the threads meeting here; each
+        one's return value in order, or the :class:`RunDied` of a run that died."""
+        out: list[T | RunDied] = [RunDied(f"run {name} never ran") for name, _ in runs]
+
+        def member(i: int, fn: Callable[[], T]) -> None:
+            with self._baton:
+                try:
+                    out[i] = fn()
+                except BaseException as exc:  # the run cannot meet any more
+                    out[i] = self._stop(f"run {runs[i][0]} raised {type(exc).__name__}: {exc}")
+                finally:
+                    self._leave(threading.current_thread())
+
+        # daemon: an interrupted sweep exits (its runs resume from their checkpoints), not waiting on them
+        threads = [
+            threading.Thread(target=member, args=(i, fn), name=name, daemon=True)
+            for i, (name, fn) in enumerate(runs)
+        ]
+        with self._baton:  # no meeting before every thread is a member
+            self._members.update((t, t.name) for t in threads)
+            for t in threads:
+                t.start()
+        for t in threads:
+            while t.is_alive():
+                t.join(self._poll)
+        return out
+
+    def train(self, call: _Call) -> LocalResult:
+        """``call``'s result, computed together with the other live runs' calls (in a :meth:`run` thread)."""
+        if self._stopped is not None:
+            raise RunDied(self._stopped)
+        me = threading.current_thread()
+        if me not in self._members:
+            raise RuntimeError(f"{me.name}: a rows engine trains only inside RowsBatcher.run; run it there")
+        call.run = self._members[me]
         self._pending.append(call)
-        if len(self._pending) == self._live:
+        if len(self._pending) == len(self._members):
             self._flush()
         while not call.done:
-            self._baton.wait()
+            if not self._baton.wait(self._poll):
+                self._watch()
         if call.error is not None:
             raise call.error
         assert call.result is not None
         return call.result
+
+    def _leave(self, thread: threading.Thread) -> None:
+        """``thread``'s run is done: the others no longer wait for it."""
+        self._members.pop(thread, None)
+        if self._pending and len(self._pending) == len(self._members):
+            self._flush()
+
+    def _watch(self) -> None:
+        """Stop the meeting when a run thread ended without leaving it."""
+        for thread in [t for t in self._members if not t.is_alive()]:
+            del self._members[thread]
+            self._stop(f"run {thread.name} ended without leaving the meeting")
+
+    def _stop(self, why: str) -> RunDied:
+        """Fail every pending and later call: the meeting cannot go on (the first ``why``: its cause)."""
+        if self._stopped is None:
+            self._stopped = (
+                f"rows meeting stopped: {why}; rerun the sweep (finished runs are kept, the others resume "
+                "from their checkpoints)"
+            )
+        for c in self._pending:
+            c.error, c.done = RunDied(self._stopped), True
+        self._pending = []
+        self._baton.notify_all()
+        return RunDied(self._stopped)
 
     def _flush(self) -> None:
         calls, self._pending = self._pending, []
@@ -375,6 +480,11 @@ class RowsBatcher:
             except Exception as exc:  # every call of the failed stack raises it in its own run
                 for c in group:
                     c.error = exc
+            except BaseException as exc:  # the flushing run dies: no call waits for a flush any more
+                self._pending = [c for c in calls if not c.done]
+                runs = ", ".join(sorted(c.run for c in group))
+                self._stop(f"{type(exc).__name__} ({exc}) in the training of run(s) {runs}")
+                raise
             for c in group:
                 c.done = True
         self.calls += len(calls)
@@ -384,7 +494,7 @@ class RowsBatcher:
     def _chunk(self, call: _Call, rows: int) -> int:
         """Rows per chunk of a stack of ``call``'s kind that fit the memory budget (at least 1)."""
         e = call.engine
-        model = (repr(e.model), e.dtype)
+        model = (e.model_key, e.dtype)
         if model not in self._activations:
             sample = e.data.inputs(call.schedule.index[:1, 0, :1].reshape(1), e.dtype)
             e.eval_mode()
@@ -396,17 +506,18 @@ class RowsBatcher:
             e.dtype,
             bool(call.spec.momentum),
         )
-        return max(1, min(rows, memory_budget(e.device, self._memory_gb) // per_row))
+        budget = memory_budget(e.device, self._memory_gb, self._share)
+        return max(1, min(rows, budget // per_row))
 
     def _train_group(self, group: list[_Call]) -> None:
         first = group[0]
+        inner = first.trainer.inner
         if len(group) == 1:  # nothing to stack with (an engine of its own kind, or the only such call)
             args = (first.start, first.spec, first.schedule, first.running)
-            trainer = first.engine.trainer
-            if first.key(self._stack_on_cpu)[0] == "alone" or not isinstance(trainer, BatchedTrainer):
-                first.result = trainer.train(*args)
+            if first.key(self._stack_on_cpu)[0] == "alone" or not isinstance(inner, BatchedTrainer):
+                first.result = inner.train(*args)
             else:
-                first.result = trainer.train(*args, self._chunk(first, first.rows))
+                first.result = inner.train(*args, self._chunk(first, first.rows))
             return
         sizes = [c.rows for c in group]
         start = torch.cat([c.start if c.start.dim() == 2 else c.start.expand(c.rows, -1) for c in group])
@@ -418,9 +529,8 @@ class RowsBatcher:
             )
         spec = merge_specs([c.spec for c in group], sizes)
         schedule = concat_schedules([c.schedule for c in group])
-        trainer = first.engine.trainer
-        assert isinstance(trainer, BatchedTrainer)  # the key of a stack of several calls
-        out = trainer.train(start, spec, schedule, running, chunk_size=self._chunk(first, sum(sizes)))
+        assert isinstance(inner, BatchedTrainer)  # the key of a stack of several calls
+        out = inner.train(start, spec, schedule, running, chunk_size=self._chunk(first, sum(sizes)))
         lo = 0
         for c in group:
             c.result = out.rows(torch.arange(lo, lo + c.rows, device=start.device))

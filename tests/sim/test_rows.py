@@ -4,8 +4,6 @@ own stack), also with faults and beside a run that diverges."""
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 import torch
@@ -19,7 +17,15 @@ from fairfl_core.sim.batches import draw_schedule
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
 from fairfl_core.sim.local import LocalSpec, Prox
-from fairfl_core.sim.rows import RowsBatcher, RowTerms, concat_schedules, merge_specs, spec_key
+from fairfl_core.sim.rows import (
+    RowsBatcher,
+    RowTerms,
+    RunDied,
+    concat_schedules,
+    memory_budget,
+    merge_specs,
+    spec_key,
+)
 from tests.algorithms.test_contracts import CASES, FAULTS, WORK
 from tests.conftest import tiny_federated, tiny_model
 from tests.rounding import assert_close
@@ -31,7 +37,7 @@ SETTINGS = [("epochs", "none"), ("steps", "dropout"), ("epochs", "straggler")]
 def _sim(data, seed, work, faults, model=None, **train) -> Simulation:
     settings = dict(rounds=ROUNDS, clients_per_round=3, batch_size=4, lr=0.2, local_steps=3)
     settings.update(WORK[work], **train)
-    engine = Engine(model or tiny_model(), data, dtype=torch.float64)
+    engine = Engine(model or tiny_model(), data, dtype=torch.float64, model_key="tiny")
     return Simulation(engine, TrainConfig(**settings), seed, FAULTS[faults])
 
 
@@ -40,27 +46,15 @@ def _record(algo, rounds=ROUNDS):
     return [o.selected.tolist() for o in outs], algo.eval_params().clone()
 
 
-def _as_rows(algos, rounds=ROUNDS):
+def _as_rows(algos, rounds=ROUNDS, **batcher):
     """Run the algorithms in threads that meet in one batcher; their records in order."""
-    batcher, records, errors = RowsBatcher(stack=True), [None] * len(algos), []
+    batcher = RowsBatcher(stack=True, **batcher)
     for algo in algos:
         batcher.attach(algo.sim.engine)
-
-    def work(i):
-        with batcher.turn():
-            try:
-                records[i] = _record(algos[i], rounds)
-            except Exception as exc:  # pragma: no cover - re-raised below
-                errors.append(exc)
-
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(algos))]
-    batcher.expect(len(threads))
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
+    records = batcher.run([(f"run {i}", lambda a=algo: _record(a, rounds)) for i, algo in enumerate(algos)])
+    for record in records:
+        if isinstance(record, RunDied):
+            raise record
     return records, batcher
 
 
@@ -133,7 +127,9 @@ def test_convolutional_dropout_clients_as_rows_equal_their_runs_alone(client_axi
     def runs():
         sims = [_sim(data, s, "steps", "none", model=TinyCNN()) for s in range(3)]
         for sim in sims:
-            sim.engine = Engine(TinyCNN(), data, dtype=torch.float64, client_axis=client_axis)
+            sim.engine = Engine(
+                TinyCNN(), data, dtype=torch.float64, client_axis=client_axis, model_key="cnn"
+            )
         return [
             build_algorithm(n, sim, p)
             for n, sim, p in zip(["fedavg", "fedavg", "fedprox"], sims, [{}, {}, {"mu": 0.1}], strict=True)
@@ -148,7 +144,9 @@ def test_convolutional_dropout_clients_as_rows_equal_their_runs_alone(client_axi
 def test_a_memory_bound_splits_the_stack_into_chunks_with_the_same_numbers(monkeypatch):
     data = tiny_federated()
     alone = [_record(build_algorithm("fedavg", _sim(data, s, "steps", "none"), {})) for s in range(3)]
-    monkeypatch.setattr("fairfl_core.sim.rows.memory_budget", lambda device, gigabytes: 1)  # one row a chunk
+    monkeypatch.setattr(
+        "fairfl_core.sim.rows.memory_budget", lambda device, gigabytes, share: 1
+    )  # a row a chunk
     chunks = []
     real_train = BatchedTrainer.train
 
@@ -215,10 +213,102 @@ def test_a_sequential_engine_trains_alone_in_its_turn():
 
     def runs():
         sims = [_sim(data, s, "steps", "none") for s in range(2)]
-        sims[1].engine = Engine(tiny_model(), data, kind="sequential", dtype=torch.float64)
+        sims[1].engine = Engine(tiny_model(), data, kind="sequential", dtype=torch.float64, model_key="tiny")
         return [build_algorithm("fedavg", sim, {}) for sim in sims]
 
     alone = [_record(a) for a in runs()]
     together, batcher = _as_rows(runs())
     assert all(_same(a, b) for a, b in zip(alone, together, strict=True))
     assert batcher.stacks == batcher.calls  # nothing to stack with
+
+
+def test_an_engine_without_a_model_key_trains_alone_in_its_turn():
+    data = tiny_federated()
+
+    def runs():
+        sims = [_sim(data, s, "steps", "none") for s in range(2)]
+        sims[1].engine = Engine(tiny_model(), data, dtype=torch.float64)  # model_key None
+        return [build_algorithm("fedavg", sim, {}) for sim in sims]
+
+    alone = [_record(a) for a in runs()]
+    together, batcher = _as_rows(runs())
+    assert all(_same(a, b) for a, b in zip(alone, together, strict=True))
+    assert batcher.stacks == batcher.calls
+
+
+# -- a run that dies ---------------------------------------------------------------------------------------
+def _three_runs(data):
+    return [build_algorithm("fedavg", _sim(data, s, "steps", "none"), {}) for s in range(3)]
+
+
+def test_a_run_that_raises_a_base_exception_stops_the_meeting_naming_it():
+    algos = _three_runs(tiny_federated())
+    batcher = RowsBatcher(stack=True, poll=0.05)
+    for algo in algos:
+        batcher.attach(algo.sim.engine)
+
+    def dies():
+        algos[1].round(0)
+        raise SystemExit("killed")
+
+    jobs = [("run 0", lambda: _record(algos[0])), ("victim", dies), ("run 2", lambda: _record(algos[2]))]
+    out = batcher.run(jobs)
+    assert all(isinstance(o, RunDied) for o in out)
+    assert "run victim raised SystemExit: killed" in str(out[1])
+    assert all("run victim raised SystemExit" in str(o) for o in out)  # the others name it
+    with pytest.raises(RunDied, match="run victim raised SystemExit"):  # and so does every later call
+        algos[0].sim.engine.trainer.train(*_first_call(algos[0]))
+
+
+def _first_call(algo):
+    engine, spec = algo.sim.engine, algo.sim.local_spec(0)
+    return algo.w, spec, engine.schedule(np.arange(2), spec, 0), engine.running
+
+
+def test_a_base_exception_in_the_stacked_training_names_the_runs_of_the_stack(monkeypatch):
+    algos = _three_runs(tiny_federated())
+    batcher = RowsBatcher(stack=True, poll=0.05)
+    for algo in algos:
+        batcher.attach(algo.sim.engine)
+
+    def train(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(BatchedTrainer, "train", train)
+    out = batcher.run([(f"run {i}", lambda a=a: _record(a)) for i, a in enumerate(algos)])
+    assert all(isinstance(o, RunDied) for o in out)
+    assert all("KeyboardInterrupt () in the training of run(s) run 0, run 1, run 2" in str(o) for o in out)
+
+
+def test_a_run_thread_that_ends_without_leaving_is_noticed_within_a_poll(monkeypatch):
+    algos = _three_runs(tiny_federated())
+    batcher = RowsBatcher(stack=True, poll=0.05)
+    for algo in algos:
+        batcher.attach(algo.sim.engine)
+    leave = RowsBatcher._leave
+    monkeypatch.setattr(  # the short run's thread ends as if killed: it never leaves
+        RowsBatcher, "_leave", lambda self, t: None if t.name == "short" else leave(self, t)
+    )
+    jobs = [("short", lambda: _record(algos[0], 1))]
+    jobs += [(f"run {i}", lambda a=a: _record(a)) for i, a in enumerate(algos[1:], 1)]
+    out = batcher.run(jobs)  # without the poll: a hang
+    assert out[0][1].isfinite().all()  # the short run's own result
+    assert all("run short ended without leaving the meeting" in str(o) for o in out[1:])
+
+
+def test_a_rows_engine_trains_only_inside_the_meeting():
+    algo = _three_runs(tiny_federated())[0]
+    RowsBatcher().attach(algo.sim.engine)
+    with pytest.raises(RuntimeError, match="trains only inside RowsBatcher.run"):
+        algo.round(0)
+
+
+# -- memory --------------------------------------------------------------------------------------------------
+def test_processes_sharing_a_device_split_its_memory_budget(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (8 * 2**30, 16 * 2**30))
+    cuda = torch.device("cuda")
+    assert memory_budget(cuda) == 4 * 2**30 and memory_budget(cuda, share=4) == 2**30
+    assert memory_budget(cuda, 3.0, share=4) == 3 * 2**30  # given: per process
+    cpu = torch.device("cpu")
+    monkeypatch.setattr("os.sysconf", lambda name: {"SC_AVPHYS_PAGES": 2**20, "SC_PAGE_SIZE": 2**12}[name])
+    assert memory_budget(cpu) == 2**30 and memory_budget(cpu, share=2) == 2**29
