@@ -91,21 +91,26 @@ def round_flops(algo) -> float:
     return samples * (counted + 6 * recurrent * (x.shape[1] if recurrent else 0))
 
 
-def step_seconds(algo, device, steps: int = 3) -> tuple[float | None, int]:
-    """``(seconds, count)``: the mean of ``steps`` timed steps of round 0's local training stack (after one
-    warm-up step; None for a one-step round) and the round's step count."""
-    clients, start, spec = first_plan(algo)
-    stack = algo.sim.engine.stack(clients, start, spec, seed=0)
-    total, timed = stack.schedule.num_steps, min(steps, stack.schedule.num_steps - 1)
+def stack_seconds(stack, device, steps: int = 3) -> float | None:
+    """Mean seconds of ``steps`` steps of a client stack (after one warm-up step; at most its steps but one;
+    None for a one-step stack)."""
+    timed = min(steps, stack.schedule.num_steps - 1)
     stack.step()
     if timed < 1:
-        return None, total
+        return None
     sync(device)
     tick = time.perf_counter()
     for _ in range(timed):
         stack.step()
     sync(device)
-    return (time.perf_counter() - tick) / timed, total
+    return (time.perf_counter() - tick) / timed
+
+
+def step_seconds(algo, device, steps: int = 3) -> tuple[float | None, int]:
+    """``(seconds, count)``: :func:`stack_seconds` of round 0's local training and the round's step count."""
+    clients, start, spec = first_plan(algo)
+    stack = algo.sim.engine.stack(clients, start, spec, seed=0)
+    return stack_seconds(stack, device, steps), stack.schedule.num_steps
 
 
 def step_estimate(algo, device, steps: int = 3) -> float | None:

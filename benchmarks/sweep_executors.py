@@ -55,13 +55,15 @@ def sweep(
 ) -> tuple[dict[str, float], dict[str, int]]:
     """Each executor's best seconds over ``repeats`` sweeps of ``configs`` (2: in the order A B C C B A, so a
     drift of the machine's speed favours none), and per executor after the first, how many runs' evaluation
-    records differ from the first executor's; ``options`` go to every ``run_sweep`` (e.g. ``device``)."""
+    records differ from the first executor's. ``executors``: name → (executor, its options, ``workers``
+    among them to override ``workers``); ``options`` go to every ``run_sweep`` (e.g. ``device``)."""
     seconds: dict[str, list[float]] = {name: [] for name in executors}
     order = list(executors) if repeats == 1 else [*executors, *reversed(executors)]
     outs = {}
     for i, name in enumerate(order):
         executor, own = executors[name]
-        s, outs[name] = timed(configs, tmp / f"{name}-{i}", executor, workers, **own, **options)
+        own = {"workers": workers, **own}
+        s, outs[name] = timed(configs, tmp / f"{name}-{i}", executor, **own, **options)
         seconds[name].append(s)
     first, *others = executors
     differ = {
