@@ -36,7 +36,7 @@ from fairfl_core.sim.local import LocalSpec
 CLIENTS, BATCH, SEQ, VOCAB = 10, 10, 80, 80
 
 
-def step_flops(model: torch.nn.Module) -> float:
+def step_flops(model: torch.nn.Module, clients: int = CLIENTS, batch: int = BATCH) -> float:
     """Forward + backward ≈ 3 × forward; forward per sequence: every layer's 4 gates at every character
     (2·4H·(in + H) per character) plus the head at the last one."""
     per_char = sum(
@@ -44,17 +44,18 @@ def step_flops(model: torch.nn.Module) -> float:
         for layer in model.layers
     )
     head = 2 * model.head.in_features * model.head.out_features
-    return 3 * CLIENTS * BATCH * (SEQ * per_char + head)
+    return 3 * clients * batch * (SEQ * per_char + head)
 
 
-def token_data(seed: int = 0) -> FederatedDataset:
+def token_data(clients: int = CLIENTS, batch: int = BATCH, seed: int = 0) -> FederatedDataset:
+    """``clients`` clients of 4 batches of random ``SEQ``-character sequences and next characters each."""
     gen = torch.Generator().manual_seed(seed)
-    per_client = 4 * BATCH
-    x = torch.randint(0, VOCAB, (CLIENTS * per_client + 4, SEQ), generator=gen)
+    per_client = 4 * batch
+    x = torch.randint(0, VOCAB, (clients * per_client + 4, SEQ), generator=gen)
     y = torch.randint(0, VOCAB, (len(x),), generator=gen)
-    train = [torch.arange(k * per_client, (k + 1) * per_client) for k in range(CLIENTS)]
-    tail = torch.arange(CLIENTS * per_client, len(x))
-    return FederatedDataset("tokens", x, y, VOCAB, train, [tail] * CLIENTS, tail, torch.full((CLIENTS,), -1))
+    train = [torch.arange(k * per_client, (k + 1) * per_client) for k in range(clients)]
+    tail = torch.arange(clients * per_client, len(x))
+    return FederatedDataset("tokens", x, y, VOCAB, train, [tail] * clients, tail, torch.full((clients,), -1))
 
 
 def main() -> None:

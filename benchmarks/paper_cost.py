@@ -20,10 +20,11 @@ work left out) and its evaluation the evaluation's forward FLOPs at the FLOP rat
 experiments with the same model, data and local training reuse the estimate.
 Prints one line per experiment and a total; ``--json PATH`` writes every figure.
 
-Usage: ``python benchmarks/paper_cost.py [--device cpu] [--rounds 2] [--rows 4] [--only REGEX]
-[--max-round-s 60] [--set engine.client_axis=vmap ...] [--json out.json [--resume]]`` (``--set``: a config
-override applied to every run, as ``fairfl run --set``; ``--resume``: keep the experiments the JSON holds,
-e.g. after a time limit stopped a call). An experiment whose dataset is absent (no stand-in) is listed as not
+Usage: ``python benchmarks/paper_cost.py [--device cpu] [--rounds 2] [--rows 4] [--only REGEX |
+--experiments NAME ...] [--max-round-s 60] [--set engine.client_axis=vmap ...] [--json out.json [--resume]]``
+(``--experiments``: these, in this order; ``--set``: a config override applied to every run, as
+``fairfl run --set``; ``--resume``: keep the experiments the JSON holds, e.g. after a time limit stopped a
+call). An experiment whose dataset is absent (no stand-in) is listed as not
 measured.
 """
 
@@ -90,12 +91,10 @@ def round_flops(algo) -> float:
     return samples * (counted + 6 * recurrent * (x.shape[1] if recurrent else 0))
 
 
-def step_estimate(algo, device, steps: int = 3) -> float | None:
-    """Seconds of round 0's local training from ``steps`` timed steps of its stack (after one warm-up step)
-    times the round's step count (None for a one-step round)."""
-    clients, start, spec = first_plan(algo)
-    stack = algo.sim.engine.stack(clients, start, spec, seed=0)
-    total, timed = stack.schedule.num_steps, min(steps, stack.schedule.num_steps - 1)
+def stack_seconds(stack, device, steps: int = 3) -> float | None:
+    """Mean seconds of ``steps`` steps of a client stack (after one warm-up step; at most its steps but one;
+    None for a one-step stack)."""
+    timed = min(steps, stack.schedule.num_steps - 1)
     stack.step()
     if timed < 1:
         return None
@@ -104,7 +103,21 @@ def step_estimate(algo, device, steps: int = 3) -> float | None:
     for _ in range(timed):
         stack.step()
     sync(device)
-    return (time.perf_counter() - tick) / timed * total
+    return (time.perf_counter() - tick) / timed
+
+
+def step_seconds(algo, device, steps: int = 3) -> tuple[float | None, int]:
+    """``(seconds, count)``: :func:`stack_seconds` of round 0's local training and the round's step count."""
+    clients, start, spec = first_plan(algo)
+    stack = algo.sim.engine.stack(clients, start, spec, seed=0)
+    return stack_seconds(stack, device, steps), stack.schedule.num_steps
+
+
+def step_estimate(algo, device, steps: int = 3) -> float | None:
+    """Seconds of round 0's local training from ``steps`` timed steps of its stack times the round's step
+    count (None for a one-step round)."""
+    seconds, total = step_seconds(algo, device, steps)
+    return None if seconds is None else seconds * total
 
 
 def time_rounds(algo, rounds: int, device, first: int = 0) -> float:
@@ -148,23 +161,30 @@ def hours(seconds: float) -> str:
     return f"{seconds / 3600:9.2f}"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds timed after one warm-up round")
-    parser.add_argument("--rows", type=int, default=4, help="runs trained together (0: skip the rows timing)")
-    parser.add_argument("--only", default=None, help="regular expression on experiment names")
-    parser.add_argument("--max-round-s", type=float, default=60.0, help="estimate slower rounds from steps")
-    parser.add_argument("--json", default=None, help="write every figure to this file")
-    parser.add_argument("--resume", action="store_true", help="keep the experiments --json already holds")
-    parser.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="override in every run's config"
-    )
-    args = parser.parse_args()
-    done = {}
-    if args.resume and args.json and Path(args.json).is_file():
-        done = {e["experiment"]: e for e in json.loads(Path(args.json).read_text())["experiments"]}
-    device = resolve_device(args.device)
+def experiment_names(only: str | None = None, names: list[str] | None = None) -> list[str]:
+    """``names`` as given (checked to be registered), else every experiment matching ``only``, sorted."""
+    if names:
+        unknown = [n for n in names if n not in EXPERIMENTS]
+        if unknown:
+            raise SystemExit(f"paper_cost: unknown experiments {unknown}: `fairfl experiments` lists them")
+        return list(names)
+    return [e for e in sorted(EXPERIMENTS) if not only or re.search(only, e)]
+
+
+def measure(
+    names: list[str],
+    device: torch.device,
+    rounds: int = 2,
+    rows: int = 4,
+    max_round_s: float = 60.0,
+    overrides: list[str] | None = None,
+    json_path: str | None = None,
+    done: dict[str, dict] | None = None,
+) -> dict:
+    """Every figure of the experiments ``names`` in that order (see the module docstring), one line printed
+    per experiment; ``done``: experiments measured before (``--resume``); ``json_path``: written after every
+    experiment, so a run stopped by a time limit keeps what it measured."""
+    done = done or {}
     rate = matmul_flops(device, n=4096 if device.type == "cuda" else 1024)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     print(f"device={device} ({name}) threads={torch.get_num_threads()} matmul={rate / 1e9:.1f} GFLOP/s")
@@ -174,12 +194,12 @@ def main() -> None:
     )
     measured: dict[str, dict] = {}
     estimated: set[str] = set()  # training-only keys of the workloads estimated from steps
-    out, total = [], {"alone_h": 0.0, "rows_h": 0.0, "floor_h": 0.0}
-    for exp in sorted(EXPERIMENTS):
-        if args.only and not re.search(args.only, exp):
-            continue
+    out: list[dict] = []
+    total = {"alone_h": 0.0, "rows_h": 0.0, "floor_h": 0.0}
+    result = {"device": name, "matmul_flops": rate, "experiments": out, "total": total}
+    for exp in names:
         configs = [
-            ExperimentConfig.from_dict(apply_overrides(c.to_dict(), args.set)).validate()
+            ExperimentConfig.from_dict(apply_overrides(c.to_dict(), overrides or [])).validate()
             for c in experiment_configs(exp, "paper")
         ]
         cfg = configs[0]
@@ -201,7 +221,7 @@ def main() -> None:
                 continue
             flops = round_flops(algo)
             estimate = step_estimate(algo, device)
-            slow = estimate is not None and estimate > args.max_round_s
+            slow = estimate is not None and estimate > max_round_s
             if slow:  # too slow to time whole rounds: training estimated from a few steps, evaluation from
                 s_round = estimate  # its forward FLOPs at the training's measured FLOP rate
                 s_eval = eval_flops(algo) / (flops / estimate)
@@ -209,15 +229,13 @@ def main() -> None:
                 estimated.add(key)
             else:
                 time_rounds(algo, 1, device)  # warm-up
-                s_round = time_rounds(algo, args.rounds, device, first=1)
+                s_round = time_rounds(algo, rounds, device, first=1)
                 tick = time.perf_counter()
                 evaluate(algo, algo.sim, 1)
                 sync(device)
                 s_eval = time.perf_counter() - tick
-            group = [c for c in configs if c.train == cfg.train][: args.rows]
-            s_rows = (
-                None if slow or args.rows < 2 or len(group) < 2 else time_rows(group, args.rounds, device)
-            )
+            group = [c for c in configs if c.train == cfg.train][:rows]
+            s_rows = None if slow or rows < 2 or len(group) < 2 else time_rows(group, rounds, device)
             measured[key] = {
                 "s_round": s_round,
                 "s_eval": s_eval,
@@ -227,18 +245,18 @@ def main() -> None:
             }
             del algo
         m = measured[key]
-        runs, rounds = len(configs), cfg.train.rounds
-        evals = runs * (rounds // cfg.eval.every + 1) * m["s_eval"]
-        alone = runs * rounds * m["s_round"] + evals
-        rows = None if m["s_rows"] is None else runs * rounds * m["s_rows"] + evals
-        floor = runs * rounds * m["flops"] / rate
+        runs, n_rounds = len(configs), cfg.train.rounds
+        evals = runs * (n_rounds // cfg.eval.every + 1) * m["s_eval"]
+        alone = runs * n_rounds * m["s_round"] + evals
+        as_rows = None if m["s_rows"] is None else runs * n_rounds * m["s_rows"] + evals
+        floor = runs * n_rounds * m["flops"] / rate
         total["alone_h"] += alone / 3600
-        total["rows_h"] += (rows if rows is not None else alone) / 3600
+        total["rows_h"] += (as_rows if as_rows is not None else alone) / 3600
         total["floor_h"] += floor / 3600
         rows_s = "-" if m["s_rows"] is None else f"{m['s_rows']:8.3f}"
         print(
-            f"{exp:46} {runs:5d} {rounds:6d} {m['s_round']:8.3f} {rows_s:>8} {hours(alone)} "
-            f"{'-' if rows is None else hours(rows):>9} {hours(floor)}"
+            f"{exp:46} {runs:5d} {n_rounds:6d} {m['s_round']:8.3f} {rows_s:>8} {hours(alone)} "
+            f"{'-' if as_rows is None else hours(as_rows):>9} {hours(floor)}"
             + ("  (estimated from 3 steps)" if m["slow"] else ""),
             flush=True,
         )
@@ -246,23 +264,52 @@ def main() -> None:
             {
                 "experiment": exp,
                 "runs": runs,
-                "rounds": rounds,
+                "rounds": n_rounds,
                 **m,
                 "alone_s": alone,
-                "rows_s": rows,
+                "rows_s": as_rows,
                 "floor_s": floor,
                 "model": cfg.model.name,
                 "engine": asdict(cfg.engine),
             }
         )
-        if args.json:  # written after every experiment: a run stopped by a time limit keeps what it measured
-            with open(args.json, "w") as f:
-                json.dump(
-                    {"device": name, "matmul_flops": rate, "experiments": out, "total": total}, f, indent=1
-                )
+        if json_path:
+            with open(json_path, "w") as f:
+                json.dump(result, f, indent=1)
     print(
         f"paper_cost device={name} experiments={len(out)} alone_h={total['alone_h']:.1f} "
         f"rows_h={total['rows_h']:.1f} floor_h={total['floor_h']:.2f} matmul_gflops={rate / 1e9:.1f}"
+    )
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds timed after one warm-up round")
+    parser.add_argument("--rows", type=int, default=4, help="runs trained together (0: skip the rows timing)")
+    parser.add_argument("--only", default=None, help="regular expression on experiment names")
+    parser.add_argument("--experiments", nargs="+", default=None, help="these experiments, in this order")
+    parser.add_argument("--max-round-s", type=float, default=60.0, help="estimate slower rounds from steps")
+    parser.add_argument("--json", default=None, help="write every figure to this file")
+    parser.add_argument("--resume", action="store_true", help="keep the experiments --json already holds")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="override in every run's config"
+    )
+    args = parser.parse_args()
+    done = {}
+    if args.resume and args.json and Path(args.json).is_file():
+        done = {e["experiment"]: e for e in json.loads(Path(args.json).read_text())["experiments"]}
+    names = experiment_names(args.only, args.experiments)
+    measure(
+        names,
+        resolve_device(args.device),
+        args.rounds,
+        args.rows,
+        args.max_round_s,
+        args.set,
+        args.json,
+        done,
     )
 
 

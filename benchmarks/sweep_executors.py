@@ -33,6 +33,8 @@ from fairfl_core.experiments.config import config_hash
 from fairfl_core.experiments.profiles import experiment_configs
 from fairfl_core.experiments.sweep import run_sweep
 
+EXECUTORS = {"process": ("process", {}), "rows": ("rows", {}), "stacked": ("rows", {"stack": True})}
+
 
 def timed(configs, results: Path, executor: str, workers: int, **options) -> tuple[float, list]:
     tick = time.perf_counter()
@@ -46,6 +48,29 @@ def timed(configs, results: Path, executor: str, workers: int, **options) -> tup
 def evals(outcome) -> list:
     lines = (outcome.result.path / "evals.jsonl").read_text().splitlines()
     return [{k: v for k, v in json.loads(line).items() if k != "wall_time"} for line in lines]
+
+
+def sweep(
+    configs, tmp: Path, workers: int, repeats: int = 2, executors=EXECUTORS, **options
+) -> tuple[dict[str, float], dict[str, int]]:
+    """Each executor's best seconds over ``repeats`` sweeps of ``configs`` (2: in the order A B C C B A, so a
+    drift of the machine's speed favours none), and per executor after the first, how many runs' evaluation
+    records differ from the first executor's. ``executors``: name → (executor, its options, ``workers``
+    among them to override ``workers``); ``options`` go to every ``run_sweep`` (e.g. ``device``)."""
+    seconds: dict[str, list[float]] = {name: [] for name in executors}
+    order = list(executors) if repeats == 1 else [*executors, *reversed(executors)]
+    outs = {}
+    for i, name in enumerate(order):
+        executor, own = executors[name]
+        own = {"workers": workers, **own}
+        s, outs[name] = timed(configs, tmp / f"{name}-{i}", executor, **own, **options)
+        seconds[name].append(s)
+    first, *others = executors
+    differ = {
+        name: sum(evals(a) != evals(b) for a, b in zip(outs[first], outs[name], strict=True))
+        for name in others
+    }
+    return {name: min(v) for name, v in seconds.items()}, differ
 
 
 def main() -> None:
@@ -62,20 +87,11 @@ def main() -> None:
     configs = configs[: args.runs]
     n = len({config_hash(c) for c in configs})  # one run per distinct config (two labels may share one)
     print(f"{args.experiment} ({args.profile}): {n} runs of {args.rounds} rounds, {args.workers} workers")
-    executors = {"process": ("process", {}), "rows": ("rows", {}), "stacked": ("rows", {"stack": True})}
-    seconds: dict[str, list[float]] = {name: [] for name in executors}
     with tempfile.TemporaryDirectory() as tmp:
-        # in the order A B C C B A: a drift of the machine's speed during the benchmark favours none of them
-        order = list(executors) if args.repeats == 1 else [*executors, *reversed(executors)]
-        outs = {}
-        for i, name in enumerate(order):
-            executor, options = executors[name]
-            s, outs[name] = timed(configs, Path(tmp) / f"{name}-{i}", executor, args.workers, **options)
-            seconds[name].append(s)
-        for name in ("rows", "stacked"):
-            same = [evals(a) == evals(b) for a, b in zip(outs["process"], outs[name], strict=True)]
-            assert all(same), f"{same.count(False)} runs differ between process and {name}"
-        process_s, rows_s, stacked_s = (min(seconds[name]) for name in executors)
+        seconds, differ = sweep(configs, Path(tmp), args.workers, args.repeats)
+        for name, count in differ.items():
+            assert count == 0, f"{count} runs differ between process and {name}"
+        process_s, rows_s, stacked_s = (seconds[name] for name in EXECUTORS)
         line = (
             f"sweep_executors experiment={args.experiment} runs={n} rounds={args.rounds} "
             f"process_s={process_s:.1f} rows_s={rows_s:.1f} rows_speedup={process_s / rows_s:.2f} "
