@@ -49,6 +49,7 @@ import torch
 from device_agreement import compare, run, w1_config
 from lstm_step import step_flops, token_data
 from paper_cost import build, first_plan, measure, round_flops, stack_seconds, step_seconds
+from round_launches import count_rounds
 from round_speed import Workload, rows_round, rows_rounds, train_flops_per_round
 from sweep_executors import EXECUTORS, sweep
 
@@ -209,8 +210,9 @@ def mlp_step_seconds(clients: int, device: torch.device, reps: int) -> tuple[flo
 
 
 def w1(size: str, device: torch.device) -> dict:
-    """W1 alone and as rows (``round_speed.py``), a sweep's processes against the rows executor
-    (``sweep_executors.py``), and W1's local step eager against a CUDA graph."""
+    """W1 alone and as rows (``round_speed.py``), its aten ops, host reads, kernels and syncs per round
+    (``round_launches.py``), a sweep's processes against the rows executor (``sweep_executors.py``), and
+    W1's local step eager against a CUDA graph."""
     p = {
         "tiny": dict(rows=2, rounds=1, runs=2, sweep_rounds=1, workers=1, clients=(2,), reps=2),
         "full": dict(rows=8, rounds=10, runs=8, sweep_rounds=20, workers=4, clients=(10, 80), reps=100),
@@ -227,6 +229,8 @@ def w1(size: str, device: torch.device) -> dict:
         "rows_tflops": p["rows"] * flops / s_rows / 1e12,
         "rows_speedup": alone * p["rows"] / s_rows,
     }
+    launches = count_rounds(cfg, str(device), rounds=p["rounds"], warmup=1)  # round_launches.py
+    out |= {f"round_{k}": v for k, v in launches.items() if k != "device"}
     overrides = [f"train.rounds={p['sweep_rounds']}"]
     configs = experiment_configs("fedeba_table1_fmnist", "quick", overrides=overrides)[: p["runs"]]
     executors = {"processes": EXECUTORS["process"], "rows": ("rows", {"stack": True, "workers": 1})}

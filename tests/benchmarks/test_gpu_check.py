@@ -49,6 +49,8 @@ KEYS = {
     "rows": {"runs", "rounds", "max_abs_diff", "bit_equal"},
     "w1": {
         "alone_s_per_round",
+        "round_ops_per_round",
+        "round_reads_per_round",
         "rows_s_per_run_round",
         "rows_speedup",
         "sweep_processes_s",
@@ -146,7 +148,7 @@ def test_every_section_gives_its_figures_on_the_cpu(tiny_check, section):
     if section == "rows":
         assert figs["bit_equal"] and figs["max_abs_diff"] == 0.0
     if section == "w1":
-        assert figs["sweep_runs_differing"] == 0
+        assert figs["sweep_runs_differing"] == 0 and figs["round_reads_per_round"] == 0
 
 
 def test_the_check_fails_a_step_that_runs_past_its_limit(tmp_path, monkeypatch):
