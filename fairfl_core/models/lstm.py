@@ -78,7 +78,10 @@ class LSTMLayer(nn.Module):
             return self._gates(x)
         state = x.new_zeros(1, x.shape[0], self.hidden_size)
         weights = [self.weight_ih, self.weight_hh, *self._biases()]
-        out, *_ = torch.lstm(x, (state, state), weights, True, 1, 0.0, self.training, False, True)
+        # the kernel's train flag keeps what a backward pass needs (no dropout here: it changes no output);
+        # cuDNN refuses the backward of an eval-mode call, which the engine's full-batch gradients make
+        train = self.training or torch.is_grad_enabled()
+        out, *_ = torch.lstm(x, (state, state), weights, True, 1, 0.0, train, False, True)
         return out
 
     def _gates(self, x: torch.Tensor) -> torch.Tensor:

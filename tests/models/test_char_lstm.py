@@ -138,3 +138,21 @@ def test_gates_kernel_maps_over_stacked_clients(make_input):
 def test_use_kernel_names_the_kernels():
     with pytest.raises(ValueError, match="'fused' or 'gates', got 'cudnn'"):
         use_kernel(build_model("lstm_leaf", hidden_size=HIDDEN), "cudnn")
+
+
+def test_an_eval_mode_gradient_asks_the_fused_kernel_for_its_backward(make_input, monkeypatch):
+    """cuDNN refuses the backward of an LSTM call made with train=False; the engine's full-batch gradients
+    run in eval mode, so the layer passes train=True wherever autograd records, and False only without it."""
+    model = build_model("lstm_afga", hidden_size=HIDDEN).eval()
+    tokens = make_input("lstm_afga", (2,))
+    flags, real = [], torch.lstm
+
+    def spy(*args):
+        flags.append(args[6])
+        return real(*args)
+
+    monkeypatch.setattr(torch, "lstm", spy)
+    model(tokens).sum().backward()
+    with torch.no_grad():
+        model(tokens)
+    assert flags == [True, True, False, False]  # two layers with autograd, two without
