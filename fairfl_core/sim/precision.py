@@ -45,15 +45,24 @@ def tf32_flags() -> tuple[str, ...]:
 @contextmanager
 def _tf32(allowed: bool) -> Iterator[None]:
     """TF32 on or off in cuBLAS and cuDNN for the block (torch's ``fp32_precision`` flags, restored after;
-    only the new flags are set: torch refuses a mix of them with the legacy ``allow_tf32``)."""
+    only these are set: torch refuses a mix of them with the legacy ``allow_tf32``, which a torch older than
+    2.9, without them, gets instead)."""
+    if not hasattr(torch.backends.cudnn, "conv"):
+        before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = allowed
+        try:
+            yield
+        finally:
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+        return
     holders = _flag_holders()
-    before = [h.fp32_precision for h in holders]
+    previous = [h.fp32_precision for h in holders]
     for h in holders:
         h.fp32_precision = "tf32" if allowed else "ieee"
     try:
         yield
     finally:
-        for h, value in zip(holders, before, strict=True):
+        for h, value in zip(holders, previous, strict=True):
             h.fp32_precision = value
 
 

@@ -81,3 +81,27 @@ def test_bf16_evaluates_in_float32():
     for x, y in zip(exact.losses(w), fast.losses(w), strict=True):
         assert torch.equal(x, y)
     assert torch.equal(exact.gradients(w, CLIENTS), fast.gradients(w, CLIENTS))
+
+
+def test_a_torch_without_the_new_flags_gets_the_legacy_ones(monkeypatch):
+    """torch before 2.9 has only ``allow_tf32``: exact turns both off for the block and restores them."""
+    state = {"matmul": True, "cudnn": True}
+
+    class Legacy:
+        def __init__(self, key):
+            object.__setattr__(self, "key", key)
+
+        def __getattr__(self, name):
+            if name != "allow_tf32":
+                raise AttributeError(name)  # no fp32_precision, no conv / rnn
+            return state[self.key]
+
+        def __setattr__(self, name, value):
+            assert name == "allow_tf32"
+            state[self.key] = value
+
+    monkeypatch.setattr(torch.backends.cuda, "matmul", Legacy("matmul"))
+    monkeypatch.setattr(torch.backends, "cudnn", Legacy("cudnn"))
+    with Precision("exact", "cuda").kernels():
+        assert state == {"matmul": False, "cudnn": False}
+    assert state == {"matmul": True, "cudnn": True}
