@@ -44,6 +44,7 @@ import torch
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, averaged
 from fairfl_core.algorithms.fedeba import weights_entropy
+from fairfl_core.sim.transfer import to_device
 
 __all__ = [
     "AAggFF",
@@ -107,7 +108,7 @@ def aaggff_gradient(
     mean = responses.mean()
     robust = torch.full_like(mix, float(mean))
     baseline = mean if dr_estimate == "standard" else 0.0
-    robust[torch.as_tensor(selected, device=mix.device)] = baseline + (responses - mean) / frac
+    robust[to_device(selected, mix.device)] = baseline + (responses - mean) / frac
     denom = 1 + mix.sum() * mean
     return -robust / denom + mean * (mix @ (robust - mean)) / denom**2
 
@@ -141,7 +142,7 @@ class AAggFF(FedAvg):
         grad = aaggff_gradient(self.state["mix"], responses, clients, observed, self.hp.dr_estimate)
         self.state["cum_grad"] = self.state["cum_grad"] + grad
         self.state["mix"] = aaggff_decision(self.state["cum_grad"], t, self.frac)
-        p = self.state["mix"][torch.as_tensor(clients, device=self.w.device)]
+        p = self.state["mix"][to_device(clients, self.w.device)]
         p = p / p.sum()
         diagnostics = {
             "mix_max": float(self.state["mix"].max()),

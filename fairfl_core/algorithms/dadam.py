@@ -26,6 +26,7 @@ import torch
 from fairfl_core.algorithms.base import register
 from fairfl_core.algorithms.dsgd import DSGD, DSGDHyper
 from fairfl_core.gossip import Mixer
+from fairfl_core.sim.transfer import to_device
 
 __all__ = ["DAdam", "DAdamHyper", "dadam_moments"]
 
@@ -71,7 +72,7 @@ class DAdam(DSGD):
         hp, state = self.hp, self.state
         before = stack.steps_taken()
         g = stack.gradients()
-        stepped = torch.as_tensor(stack.steps_taken() > before, device=g.device)[:, None]
+        stepped = to_device(stack.steps_taken() > before, g.device)[:, None]
         moments = dadam_moments(g, state["m"], state["v"], state["v_hat"], hp.beta1, hp.beta2)
         m, v, v_hat = (
             torch.where(stepped, new, old)

@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg
@@ -28,6 +27,7 @@ from fairfl_core.selection.facility_location import (
     stochastic_greedy,
     stochastic_pool_size,
 )
+from fairfl_core.sim.transfer import to_device
 
 __all__ = ["DivFL", "DivFLHyper"]
 
@@ -128,7 +128,7 @@ class DivFL(FedAvg):
         if self.hp.grad_mode == "stale":
             clients, grads, dist = uploads.clients, self.state["grads"], self.state["dist"]
             fresh = self.sim.engine.gradients(self.w, clients)
-            grads[torch.as_tensor(clients, device=grads.device)] = fresh
+            grads[to_device(clients, grads.device)] = fresh
             rows = pairwise_distances(fresh, grads)
             dist[clients, :] = rows
             dist[:, clients] = rows.T

@@ -62,6 +62,7 @@ from fairfl_core.selection.activation_clustering import (
     check_reduction,
     cluster_weights,
 )
+from fairfl_core.sim.transfer import to_device
 
 __all__ = ["EquitableFL", "EquitableFLHyper"]
 
@@ -155,7 +156,7 @@ class EquitableFL(FedProx):
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         found = self.clusters(t, self.activations(uploads))
         short = len(uploads.clients) < self.hp.num_clusters
-        p = torch.as_tensor(found.weights, dtype=self.w.dtype, device=self.w.device)
+        p = to_device(found.weights, self.w.device, self.w.dtype)
         diagnostics = {
             "participants": uploads.clients.tolist(),
             "clusters": found.labels.tolist(),

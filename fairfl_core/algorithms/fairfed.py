@@ -17,13 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import averaged
 from fairfl_core.algorithms.fedprox import FedProx, Proximal
 from fairfl_core.algorithms.hyper import ClientSampling, ServerPluginHyper
 from fairfl_core.algorithms.server_plugins import remember_rows
+from fairfl_core.sim.transfer import to_device
 
 __all__ = ["FairFed", "FairFedHyper", "fairfed_gaps", "fairfed_update", "fairfed_weights"]
 
@@ -82,8 +82,6 @@ class FairFed(FedProx):
         gaps = fairfed_gaps(acc.cpu().numpy(), self.sim.train_sizes[clients])
         fair = fairfed_update(self.state["fair_weights"][clients], gaps, self.hp.beta)
         self.state["fair_weights"] = remember_rows(self.state["fair_weights"], clients, fair)
-        p = torch.as_tensor(
-            fairfed_weights(fair, self.sim.train_sizes[clients]), dtype=self.w.dtype, device=self.w.device
-        )
+        p = to_device(fairfed_weights(fair, self.sim.train_sizes[clients]), self.w.device, self.w.dtype)
         new_w = averaged(self.w, uploads.params, p, self.hp.server_lr)
         return Update(new_w, p, self.hp.server_lr, {"gaps": gaps.tolist(), "weights": p.tolist()})

@@ -15,6 +15,7 @@ import torch
 from fairfl_core.algorithms.base import FederatedAlgorithm, Plan, Update, Uploads, register
 from fairfl_core.algorithms.hyper import Averaging, ClientSampling, FedAvgHyper
 from fairfl_core.selection import sample_clients
+from fairfl_core.sim.transfer import to_device
 
 __all__ = ["FedAvg", "FedAvgHyper", "average_weights", "averaged", "select_clients"]
 
@@ -34,7 +35,7 @@ def average_weights(sim, clients: np.ndarray, hp: Averaging, like: torch.Tensor)
     else:
         n = sim.train_sizes[clients]
         p = n / n.sum()
-    return torch.as_tensor(p, dtype=like.dtype, device=like.device)
+    return to_device(p, like.device, like.dtype)
 
 
 def averaged(w: torch.Tensor, params: torch.Tensor, p: torch.Tensor, server_lr: float = 1.0) -> torch.Tensor:

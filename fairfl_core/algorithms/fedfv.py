@@ -28,6 +28,7 @@ import torch
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights
 from fairfl_core.algorithms.server_plugins import remember_rows
+from fairfl_core.sim.transfer import to_device
 
 __all__ = ["FedFV", "FedFVHyper", "fedfv_kept", "fedfv_project", "fedfv_history_project", "rescale_to"]
 
@@ -65,7 +66,7 @@ def fedfv_project(grads: torch.Tensor, losses: np.ndarray, alpha: float) -> torc
     """
     order = np.argsort(np.asarray(losses), kind="stable")
     movable = torch.ones(len(order), dtype=torch.bool, device=grads.device)
-    movable[torch.as_tensor(fedfv_kept(losses, alpha), device=grads.device, dtype=torch.long)] = False
+    movable[to_device(fedfv_kept(losses, alpha), grads.device, torch.long)] = False
     out = grads.clone()
     sq_norms = (grads * grads).sum(1)
     for j in order:
@@ -83,7 +84,7 @@ def fedfv_history_project(
     """FedFV's external-conflict step (paper Alg. 1; FLGo ``iterate``): oldest round first, project ``g`` off
     the sum of the stored gradients of the clients last selected at round t − k that conflict with it."""
     for k in range(tau - 1, -1, -1):
-        rows = torch.as_tensor(np.flatnonzero(last_round == t - k), device=g.device, dtype=torch.long)
+        rows = to_device(np.flatnonzero(last_round == t - k), g.device, torch.long)
         stored = history[rows]
         conflicting = stored[stored @ g < 0]
         if len(conflicting):

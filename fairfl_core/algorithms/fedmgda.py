@@ -24,6 +24,7 @@ import torch
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights
+from fairfl_core.sim.transfer import to_device
 
 __all__ = [
     "BOX_CENTRES",
@@ -187,5 +188,5 @@ class FedMGDA(FedAvg):
         prior = box_centre(self.hp.box_centre, p.cpu().numpy())
         gram = (directions @ directions.T).cpu().numpy().astype(np.float64)
         lam = min_norm_in_box(gram, prior, self.hp.epsilon)
-        step = torch.as_tensor(lam, dtype=self.w.dtype, device=self.w.device) @ directions
+        step = to_device(lam, self.w.device, self.w.dtype) @ directions
         return Update(self.w - self.hp.server_lr * step, p, self.hp.server_lr, {"lambda": lam.tolist()})

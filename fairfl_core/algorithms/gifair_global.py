@@ -45,6 +45,7 @@ from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, select_clients
 from fairfl_core.algorithms.server_plugins import remember_rows
 from fairfl_core.sim.local import LocalResult
+from fairfl_core.sim.transfer import to_device
 
 __all__ = [
     "GIFAIRGlobal",
@@ -206,14 +207,14 @@ class GIFAIRGlobal(FedAvg):
 
     def configure(self, t: int) -> Plan:
         clients = select_clients(self.sim, t, self.hp)
-        scale = torch.as_tensor(self.scales(clients), dtype=self.w.dtype, device=self.w.device)
+        scale = to_device(self.scales(clients), self.w.device, self.w.dtype)
         return Plan(clients, self.sim.local_spec(t, grad_scale=scale))
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         if not self.hp.unbiased:
             return super().aggregate(t, plan, uploads)
         a = self.p[uploads.clients] * self.sim.num_clients / len(uploads.clients)
-        a = torch.as_tensor(a, dtype=self.w.dtype, device=self.w.device)
+        a = to_device(a, self.w.device, self.w.dtype)
         target = a @ uploads.params  # (K/m) Σ_S p_k θ_k (Remark 2)
         return Update(self.w + self.hp.server_lr * (target - self.w), a, self.hp.server_lr)
 

@@ -25,12 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-import torch
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import select_clients
 from fairfl_core.algorithms.fedprox import Proximal
 from fairfl_core.algorithms.gifair_global import GIFAIRGlobal, GIFAIRHyper, gradient_scale, lambda_max
+from fairfl_core.sim.transfer import to_device
 
 __all__ = ["COUNTINGS", "GIFAIRGlobalProx", "GIFAIRProxHyper", "round_scales"]
 
@@ -81,7 +81,7 @@ class GIFAIRGlobalProx(GIFAIRGlobal):
                 self.sim.train_sizes[clients], self.groups[clients], losses, self.hp.lam_frac
             )
             self.sent = {"lambda": lam, "scale_min": float(scale.min()), "scale_max": float(scale.max())}
-            tensor = torch.as_tensor(scale, dtype=self.w.dtype, device=self.w.device)
+            tensor = to_device(scale, self.w.device, self.w.dtype)
             plan = Plan(clients, self.sim.local_spec(t, grad_scale=tensor))
         return replace(plan, spec=replace(plan.spec, prox_mu=self.hp.mu, prox_ref=self.w))
 

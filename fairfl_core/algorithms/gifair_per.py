@@ -21,6 +21,7 @@ import torch
 from fairfl_core.algorithms.base import Update, Uploads, register
 from fairfl_core.algorithms.gifair_global import GIFAIRGlobal, GIFAIRHyper
 from fairfl_core.algorithms.server_plugins import remember_rows
+from fairfl_core.sim.transfer import to_device
 
 __all__ = ["GIFAIRPer", "GIFAIRPerHyper"]
 
@@ -58,5 +59,5 @@ class GIFAIRPer(GIFAIRGlobal):
 
     def personal_params(self) -> torch.Tensor:
         """θ_k for every client that has trained, the current global model for the others."""
-        trained = torch.as_tensor(self.state["trained"], device=self.w.device)
+        trained = to_device(self.state["trained"], self.w.device)
         return torch.where(trained[:, None], self.state["personal"], self.w)

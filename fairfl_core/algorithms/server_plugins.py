@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from fairfl_core.algorithms.hyper import ServerPluginHyper
+from fairfl_core.sim.transfer import to_device
 
 __all__ = ["ServerPlugins", "fedvarp_correction", "momentum_velocity", "remember_rows"]
 
@@ -38,7 +39,7 @@ def momentum_velocity(velocity: torch.Tensor, step: torch.Tensor, beta: float) -
 def fedvarp_correction(memory: torch.Tensor, clients: np.ndarray, p: torch.Tensor) -> torch.Tensor:
     """FedVARP's control variate ȳ − Σ_{i∈S_t} p_i y_i (Jhunjhunwala et al. 2022, Alg. 1, p_i = 1/|S_t|):
     ``memory`` ``[N, P]`` holds each client's last update y_j, ȳ its mean over all N clients."""
-    rows = torch.as_tensor(clients, device=memory.device)
+    rows = to_device(clients, memory.device)
     return memory.mean(dim=0) - p.to(memory) @ memory[rows]
 
 
@@ -51,8 +52,8 @@ def remember_rows(memory, clients: np.ndarray, values):
         out = memory.copy()
         out[ids] = np.asarray(values)[first]
         return out
-    rows = torch.as_tensor(ids, device=memory.device)
-    return memory.index_copy(0, rows, values[torch.as_tensor(first, device=values.device)].to(memory))
+    rows = to_device(ids, memory.device)
+    return memory.index_copy(0, rows, values[to_device(first, values.device)].to(memory))
 
 
 class ServerPlugins:

@@ -24,10 +24,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-import torch
 
 from fairfl_core.sim.batches import BatchSchedule
 from fairfl_core.sim.local import LocalResult
+from fairfl_core.sim.transfer import to_device
 
 __all__ = [
     "FAULT_KINDS",
@@ -105,8 +105,8 @@ class RoundFaults:
         if up.all():
             return rows
         if isinstance(rows, LocalResult):
-            return rows.rows(torch.as_tensor(np.flatnonzero(up), device=rows.params.device))
-        return rows[torch.as_tensor(np.flatnonzero(up), device=rows.device)]
+            return rows.rows(to_device(np.flatnonzero(up), rows.params.device))
+        return rows[to_device(np.flatnonzero(up), rows.device)]
 
     def steps_done(self, scheduled: Any) -> np.ndarray:
         """Local steps each survivor completed, from its scheduled count (aligned with ``survivors``)."""
@@ -150,6 +150,6 @@ def truncate_schedule(schedule: BatchSchedule, steps: np.ndarray) -> BatchSchedu
     active = schedule.active & (np.arange(schedule.num_steps)[None, :] < np.asarray(steps)[:, None])
     width = int(active.sum(axis=1).max(initial=0))
     active = active[:, :width]
-    on = torch.as_tensor(active, device=schedule.mask.device, dtype=schedule.mask.dtype)
+    on = to_device(active, schedule.mask.device, schedule.mask.dtype)
     mask = schedule.mask[:, :width] * on[:, :, None]
     return replace(schedule, index=schedule.index[:, :width], mask=mask, active=active)

@@ -21,6 +21,7 @@ from fairfl_core.sim.client_stack import ClientStack
 from fairfl_core.sim.local import LocalResult, LocalSpec, combine, masked_mean_loss
 from fairfl_core.sim.params import ParamSpace
 from fairfl_core.sim.precision import Precision
+from fairfl_core.sim.transfer import to_device
 
 __all__ = ["SequentialStack", "SequentialTrainer"]
 
@@ -93,7 +94,7 @@ class SequentialStack(ClientStack):
         """Client k's step direction s g + δ at its parameters, left in the module's ``.grad``; its running
         and in-training statistics are updated. Returns its objective."""
         model, params = self.trainer.model, self.trainer.params
-        own = torch.as_tensor([k], device=self.device)
+        own = to_device([k], self.device)
         ws = [t[k : k + 1] for t in self.ws]
         own_running = [t[k] for t in self.running.values()]
         with torch.no_grad():

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from fairfl_core.sim.batches import BatchSchedule
+from fairfl_core.sim.transfer import to_device
 
 __all__ = ["ActivationMean", "ClientStatistic", "StepLosses", "StepView"]
 
@@ -94,7 +95,7 @@ class ActivationMean(ClientStatistic):
 
     def update(self, acc, view):
         first = acc["first"] if view.rows is None else acc["first"][view.rows.cpu().numpy()]
-        inside = torch.as_tensor(view.step >= first, device=view.mask.device).to(view.mask) * view.active
+        inside = to_device(view.step >= first, view.mask.device).to(view.mask) * view.active
         if not inside.any():
             return
         weights = view.mask * inside[:, None]  # [R, B]
@@ -124,7 +125,7 @@ class StepLosses(ClientStatistic):
     def update(self, acc, view):
         rows = torch.arange(acc.shape[0], device=acc.device) if view.rows is None else view.rows
         on = view.active > 0
-        acc[rows[on], torch.as_tensor(view.step, device=acc.device)[on]] = view.loss.detach()[on]
+        acc[rows[on], to_device(view.step, acc.device)[on]] = view.loss.detach()[on]
 
     def finish(self, acc):
         return acc
