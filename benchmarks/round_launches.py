@@ -15,7 +15,8 @@ round. The last line is::
 
     W1 device=<d> ops_per_round=<n> reads_per_round=<r> kernels_per_round=<k> syncs_per_round=<s>
 
-Usage: ``python benchmarks/round_launches.py [--device cpu] [--rounds 5] [--config PATH]``
+Usage: ``python benchmarks/round_launches.py [--device cpu] [--rounds 5] [--config PATH]
+[--set KEY=VALUE ...]`` (``--set``: config overrides, e.g. ``algorithm.name=qffl``).
 """
 
 from __future__ import annotations
@@ -69,10 +70,15 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--config", default=CONFIG)
+    parser.add_argument("--set", nargs="*", default=[], help="config overrides, e.g. algorithm.name=qffl")
     args = parser.parse_args()
-    cfg = ExperimentConfig.from_dict(load_config(args.config))
+    cfg = ExperimentConfig.from_dict(load_config(args.config, args.set))
     counts = count_rounds(cfg, str(resolve_device(args.device)), args.rounds)
-    print("W1 " + " ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in counts.items()))
+    label = "W1" if not args.set and args.config == CONFIG else f"{cfg.algorithm.name}"
+    print(
+        f"{label} "
+        + " ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in counts.items())
+    )
 
 
 if __name__ == "__main__":
