@@ -5,7 +5,8 @@ mode (``--mode tf32|bf16``, ``sim/precision.py``) from the same configs and seed
 and metric (mean client accuracy, its standard deviation, the worst 10 %, the global model's accuracy), the
 fast mode passes where its mean over seeds lies within half the seed-to-seed standard deviation of the exact
 runs: a change of precision must move a row by less than reseeding does. Rows with fewer than 3 seeds are
-"not decided". The last line is::
+"not decided". ``--mode float64`` is the control: exact float32 against exact float64, a change of rounding
+alone, which shows how much of a fast mode's verdict any change of the last bits explains. The last line is::
 
     fidelity <experiment> <profile> <mode> device=<d> rows=<n> pass=<p> fail=<f> not_decided=<u> verdict=<v>
 
@@ -13,7 +14,7 @@ and ``--json`` writes every comparison. Runs are kept under ``--results`` (defau
 an interrupted check resumes.
 
 Usage: ``python benchmarks/precision_fidelity.py --experiment quickstart --profile quick --mode bf16
-[--device cuda] [--results DIR] [--json out.json]``
+[--device cuda] [--results DIR] [--workers N] [--json out.json]``
 """
 
 from __future__ import annotations
@@ -59,11 +60,18 @@ def compare(exact: dict[str, list[dict]], fast: dict[str, list[dict]]) -> list[d
     return out
 
 
-def summaries(experiment: str, profile: str, mode: str, results: str, device: str | None) -> dict:
-    """Each row's finished-run summaries of ``experiment`` at ``profile`` in precision ``mode``."""
-    configs = experiment_configs(experiment, profile, overrides=[f"engine.precision={mode}"], device=device)
+MODES = {"exact": [], "tf32": ["engine.precision=tf32"], "bf16": ["engine.precision=bf16"]}
+MODES["float64"] = ["engine.dtype=float64"]  # the control: exact arithmetic with other rounding
+
+
+def summaries(
+    experiment: str, profile: str, mode: str, results: str, device: str | None, workers: int | None
+) -> dict:
+    """Each row's finished-run summaries of ``experiment`` at ``profile`` in ``mode`` (:data:`MODES`)."""
+    configs = experiment_configs(experiment, profile, overrides=MODES[mode], device=device)
     rows: dict[str, list[dict]] = defaultdict(list)
-    for outcome in run_sweep(configs, results, device=device):
+    executor = "inline" if workers is None else "process"
+    for outcome in run_sweep(configs, results, device=device, executor=executor, workers=workers):
         if outcome.result is None:
             raise RuntimeError(f"{outcome.config.name} (seed {outcome.config.seed}) failed: {outcome.error}")
         rows[outcome.config.name].append(outcome.result.summary)
@@ -74,13 +82,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experiment", default="quickstart")
     parser.add_argument("--profile", default="quick")
-    parser.add_argument("--mode", choices=["tf32", "bf16"], default="bf16")
+    parser.add_argument("--mode", choices=["tf32", "bf16", "float64"], default="bf16")
+    parser.add_argument("--workers", type=int, default=None, help="processes (default: this one)")
     parser.add_argument("--device", default=None)
     parser.add_argument("--results", default="results/fidelity")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
-    exact = summaries(args.experiment, args.profile, "exact", args.results, args.device)
-    fast = summaries(args.experiment, args.profile, args.mode, args.results, args.device)
+    exact = summaries(args.experiment, args.profile, "exact", args.results, args.device, args.workers)
+    fast = summaries(args.experiment, args.profile, args.mode, args.results, args.device, args.workers)
     table = compare(exact, fast)
     counts = {v: sum(c["verdict"] == v for c in table) for v in ("pass", "fail", "not decided")}
     verdict = "pass" if counts["fail"] == 0 and counts["not decided"] == 0 else "fail"
