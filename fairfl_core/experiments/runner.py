@@ -321,6 +321,13 @@ def run_experiment(
     together with the other runs of this batcher (``sim/rows.py``), with the same numbers as alone."""
     cfg.validate()
     parse_device(device or cfg.engine.device)
+    if cfg.engine.precision != "exact":
+        warnings.warn(
+            f"{cfg.name or cfg.algorithm.name}: engine.precision={cfg.engine.precision!r} computes other "
+            "numbers than 'exact'; read its fidelity check (benchmarks/README.md) before reporting a table "
+            "from it",
+            stacklevel=2,
+        )
     store = RunStore(writable_results_dir(results_dir) / config_hash(cfg))
     store.open(cfg.to_dict())
     hyper, version = resolved_hyper(cfg), run_numbers_version(cfg)

@@ -206,6 +206,15 @@ def test_a_failing_round_without_divergence_raises_and_keeps_the_rounds_before(t
     assert [r["round"] for r in RunStore(path).records("rounds")] == [1, 2, 3]
 
 
+def test_a_fast_precision_run_says_its_numbers_are_not_exact(tmp_path):
+    cfg = ExperimentConfig.from_dict(
+        apply_overrides(digits_config().to_dict(), ["train.rounds=1", "engine.precision=bf16"])
+    )
+    with pytest.warns(UserWarning, match="engine.precision='bf16' computes other numbers than 'exact'"):
+        run = run_experiment(cfg, tmp_path, progress=False)
+    assert run.summary["status"] == "complete"
+
+
 def test_sweep_expansion_labels_runs_by_method(tmp_path):
     d = digits_config().to_dict()
     d["sweep"] = {
