@@ -17,7 +17,8 @@
 #              succeeded into the tracked folder published/<profile>/ and rewrite its README.md and index.html,
 #              and pack the runs each notebook loaded into published/<profile>/runs/<notebook>.tar.xz (commit
 #              them); reports left in reports/<profile>/ by earlier calls are not republished
-#   --from-archive  unpack published/<profile>/runs/*.tar.xz into results/<profile>/ and build the pages
+#   --from-archive  unpack published/<profile>/runs/*.tar.xz (and the campaign chunks runs/chunks/*.tar.xz)
+#              into results/<profile>/ and build the pages
 #              from them without computing anything; a notebook that lacks runs fails, naming them
 #   --no-setup skip scripts/setup.sh (the environment and data are already prepared, e.g. in CI)
 #
@@ -68,8 +69,10 @@ fi
 reports="reports/$profile"
 mkdir -p "$reports" "results/$profile"
 if [ "$from_archive" = 1 ]; then
-  archives=(published/"$profile"/runs/*.tar.xz)
-  [ -e "${archives[0]}" ] || { echo "reproduce.sh: --from-archive: no archive under published/$profile/runs/" >&2; exit 2; }
+  shopt -s nullglob
+  archives=(published/"$profile"/runs/*.tar.xz published/"$profile"/runs/chunks/*.tar.xz)  # pages, campaign chunks
+  shopt -u nullglob
+  [ ${#archives[@]} -gt 0 ] || { echo "reproduce.sh: --from-archive: no archive under published/$profile/runs/" >&2; exit 2; }
   .venv/bin/python -m fairfl_core.cli archive unpack --profile "$profile" "${archives[@]}" \
     || { echo "reproduce.sh: --from-archive: could not unpack the archives; nothing was run" >&2; exit 1; }
   export FAIRFL_FROM_ARCHIVE=1

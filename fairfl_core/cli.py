@@ -1,4 +1,5 @@
-"""``fairfl`` command line: run, sweep, summarize, archive, prepare-data, flower-sim, flower-clientapp.
+"""``fairfl`` command line: run, sweep, campaign, summarize, archive, prepare-data, flower-sim,
+flower-clientapp.
 
 Bad input (a config, a flag, a file of a results directory or of the data root) is reported as one line
 ``fairfl: error: ...`` naming the field or file and the fix, with exit status 2; warnings (e.g. a corrupt
@@ -163,6 +164,24 @@ def cmd_archive(args) -> int:
     return 0
 
 
+def cmd_campaign(args) -> int:
+    from fairfl_core.experiments.campaign import campaign_configs, experiments_of, run_campaign
+
+    results = args.results or f"results/{args.profile}"
+    print(f"campaign: {', '.join(experiments_of(args.pages))}", flush=True)
+    run_campaign(
+        campaign_configs(args.pages, args.profile),
+        args.profile,
+        results,
+        workers=args.workers,
+        chunk=args.chunk,
+        root=args.root,
+        device=args.device,
+        say=lambda line: print(line, flush=True),
+    )
+    return 0
+
+
 def cmd_prepare_data(args) -> int:
     from fairfl_core.data.prepare import prepare_offline_data
 
@@ -224,6 +243,25 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--ray-gpus", type=float, default=None, help="GPUs per run (default: 1 on cuda, else 0)")
     p.set_defaults(func=cmd_sweep)
+    p = sub.add_parser(
+        "campaign",
+        help="compute every missing run of some pages at a profile, cheapest first, packing archive chunks",
+    )
+    p.add_argument("profile", choices=["smoke", "quick", "paper"])
+    p.add_argument(
+        "pages",
+        nargs="+",
+        help="pages (fedeba_plus, fedeba_plus_ablations, fedeba_plus_appendix, quickstart, client_dropout) "
+        "or experiment names",
+    )
+    p.add_argument("--workers", type=_positive_int, default=1, help="processes, one torch thread each")
+    p.add_argument(
+        "--chunk", type=_positive_int, default=10, help="finished runs per archive chunk (default: 10)"
+    )
+    p.add_argument("--results", default=None, help="results directory (default: results/<profile>)")
+    p.add_argument("--root", default="published", help="where <profile>/runs/ is (default: published)")
+    p.add_argument("--device", default=None, help="cpu | cuda | cuda:N | auto (default: the configs')")
+    p.set_defaults(func=cmd_campaign)
     p = sub.add_parser("summarize", help="table of final fairness metrics, mean ± std over seeds")
     p.add_argument("results_dir")
     p.add_argument("--metrics", default=None, help="comma-separated summary keys")

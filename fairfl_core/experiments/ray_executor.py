@@ -66,10 +66,10 @@ def _run_task(cfg: ExperimentConfig, results_dir: str, device: str | None, threa
     """One run inside a Ray worker (the sweep's own failure handling: an exception becomes ``failed``)."""
     import torch
 
-    from fairfl_core.experiments.sweep import _run_one
+    from fairfl_core.experiments.sweep import run_one
 
     torch.set_num_threads(threads)
-    return _run_one(cfg, results_dir, False, device)
+    return run_one(cfg, results_dir, False, device)
 
 
 def ray_executor(

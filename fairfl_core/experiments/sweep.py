@@ -128,7 +128,7 @@ def _check_sweep(algorithms, seeds, grid, named: bool) -> None:
         )
 
 
-def _run_one(
+def run_one(
     cfg: ExperimentConfig,
     results_dir: str,
     progress: bool,
@@ -144,7 +144,7 @@ def _run_one(
 
 
 def _inline(configs, results_dir, progress, device, workers):
-    return [_run_one(c, results_dir, progress, device) for c in configs]
+    return [run_one(c, results_dir, progress, device) for c in configs]
 
 
 def _exit_with_parent() -> None:
@@ -165,7 +165,7 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def _worker_init(threads: int) -> None:
+def worker_init(threads: int) -> None:
     import torch
 
     threading.Thread(target=_exit_with_parent, name="exit-with-parent", daemon=True).start()
@@ -183,7 +183,7 @@ def _pooled(shards, stacked: bool, results_dir, device, workers: int, **rows) ->
     died are :func:`_lost`."""
     threads = max(1, usable_cores() // workers)
     with cf.ProcessPoolExecutor(
-        workers, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(threads,)
+        workers, mp_context=mp.get_context("spawn"), initializer=worker_init, initargs=(threads,)
     ) as pool:
         futures = [
             pool.submit(_rows_here, shard, stacked, results_dir, False, device, **rows) for shard in shards
@@ -218,7 +218,7 @@ def _rows_here(
     when not ``stacked``; ``[(index, outcome)]``. A run that dies stops the others (``RowsBatcher``): they
     are reported ``failed`` naming it, the finished ones done."""
     if not stacked:
-        return [(i, _run_one(cfg, results_dir, progress, device)) for i, cfg in items]
+        return [(i, run_one(cfg, results_dir, progress, device)) for i, cfg in items]
     batcher = RowsBatcher(memory_gb, stack, share=share)
     bar = tqdm(total=len(items), disable=not progress, desc="runs as rows", unit="run")
     torch_threads = torch.get_num_threads()  # a new thread's intra-op pool starts at the machine's default
@@ -226,7 +226,7 @@ def _rows_here(
     def job(cfg: ExperimentConfig) -> Callable[[], SweepOutcome]:
         def one() -> SweepOutcome:
             torch.set_num_threads(torch_threads)
-            outcome = _run_one(cfg, results_dir, False, device, rows=batcher)
+            outcome = run_one(cfg, results_dir, False, device, rows=batcher)
             bar.update()
             return outcome
 

@@ -1,0 +1,246 @@
+"""A campaign: every missing run of some published pages at one profile, computed until complete, stopping and
+resuming anywhere, its finished runs packed into archive chunks that never change once written.
+
+    fairfl campaign paper fedeba_plus_ablations fedeba_plus_appendix quickstart client_dropout --workers 1
+
+:func:`campaign_configs` lists the runs of the named pages (:data:`PAGES`, or experiment names) at the
+profile, each distinct config once; :func:`plan` keeps those neither finished in the results directory nor
+held by an archive of the profile (``published/<profile>/runs/**.tar.xz``), cheapest first by
+:func:`cost_units`. :func:`run_campaign` runs them
+(inline with one torch thread when ``workers`` is 1, else a pool of ``workers`` single-threaded processes),
+prints a line per finished run with the runs done and left and the hours left at the rate measured so far,
+and every ``chunk`` finished runs (and at its start and end) packs the finished runs no archive holds into a
+new chunk ``published/<profile>/runs/chunks/<nnnn>.tar.xz``. A chunk is written once and never rewritten, so
+a commit of new chunks adds only new runs. A run interrupted with the machine resumes from its checkpoint if
+the work tree survived (:mod:`~fairfl_core.experiments.runner`), and is recomputed otherwise.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing as mp
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from fairfl_core.experiments import archive
+from fairfl_core.experiments.config import ExperimentConfig, config_hash
+from fairfl_core.experiments.profiles import EXPERIMENTS, experiment_configs
+from fairfl_core.experiments.runner import cached_run, run_data
+from fairfl_core.experiments.sweep import SweepOutcome, run_one, worker_init
+
+__all__ = [
+    "CHUNKS",
+    "FULL_PARTICIPATION",
+    "PAGES",
+    "Campaign",
+    "archived_hashes",
+    "campaign_configs",
+    "cost_units",
+    "experiments_of",
+    "pack_chunk",
+    "plan",
+    "run_campaign",
+]
+
+CHUNKS = "chunks"  # published/<profile>/runs/chunks/<nnnn>.tar.xz
+
+# The experiments each page's runs come from, at the paper profile, where the page's notebook runs only
+# some of its experiments there: the CIFAR-10 CNN columns (no CIFAR-10 offline; their stand-in at 2000 CNN
+# rounds is not part of these pages) are left out. A name that is no page is an experiment's.
+PAGES: dict[str, tuple[str, ...]] = {
+    "fedeba_plus": ("fedeba_table1_fmnist",),
+    "fedeba_plus_ablations": (
+        "fedeba_table3_theta",
+        "fedeba_table15_ablation",
+        "fedeba_table16_sensitivity",
+        "fedeba_fig9_annealing",
+    ),
+    "fedeba_plus_appendix": (
+        "fedeba_table9_mlp",
+        "fedeba_table10_momentum",
+        "fedeba_table11_fedvarp",
+        "fedeba_table13_noise_fmnist",
+        "fedeba_table1_fmnist",
+    ),
+    "quickstart": ("quickstart",),
+    "client_dropout": ("client_dropout",),
+}
+
+
+def experiments_of(names: Iterable[str]) -> list[str]:
+    """The experiments of ``names`` (pages of :data:`PAGES` or experiment names), each once, in order."""
+    out: dict[str, None] = {}
+    for name in names:
+        if name in PAGES:
+            out |= dict.fromkeys(PAGES[name])
+        elif name in EXPERIMENTS:
+            out[name] = None
+        else:
+            raise ValueError(
+                f"{name!r} is neither a page ({', '.join(PAGES)}) nor a registered experiment; "
+                "`fairfl campaign --help` lists the pages"
+            )
+    return list(out)
+
+
+FULL_PARTICIPATION = ("afl",)  # algorithms that train every client every round (AFL, Mohri et al. 2019)
+
+
+def cost_units(cfg: ExperimentConfig) -> float:
+    """A run's compute in units proportional to its floating-point work on one model: the samples it passes
+    forward and backward in local training (rounds × training clients × local steps × batch, three passes;
+    every client for :data:`FULL_PARTICIPATION`) plus those its evaluations pass forward (every client's
+    test split and the pooled test set, once per evaluation). It orders a campaign's runs and turns the
+    seconds per unit measured so far into the hours left."""
+    data = run_data(cfg)
+    every = data.num_clients if cfg.algorithm.name in FULL_PARTICIPATION else cfg.train.clients_per_round
+    steps = cfg.train.local_steps or 1
+    train = cfg.train.rounds * every * steps * cfg.train.batch_size * 3
+    tested = sum(len(t) for t in data.client_test) + len(data.pooled_test)
+    return float(train + cfg.train.rounds // cfg.eval.every * tested)
+
+
+def archived_hashes(profile: str, root: str | Path = "published") -> set[str]:
+    """The runs held by the archives of ``profile`` (pages and chunks), by config hash."""
+    folder = Path(root) / profile / archive.ARCHIVES
+    return {r.hash for path in sorted(folder.rglob("*.tar.xz")) for r in archive.read_manifest(path)[2]}
+
+
+def campaign_configs(names: Sequence[str], profile: str) -> list[ExperimentConfig]:
+    """Every distinct run of ``names`` (pages or experiments, :func:`experiments_of`) at ``profile``."""
+    configs: dict[str, ExperimentConfig] = {}
+    for experiment in experiments_of(names):
+        for cfg in experiment_configs(experiment, profile):
+            configs.setdefault(config_hash(cfg), cfg)
+    return list(configs.values())
+
+
+def plan(
+    configs: Iterable[ExperimentConfig], profile: str, results_dir: str | Path, root: str | Path = "published"
+) -> list[ExperimentConfig]:
+    """The runs of ``configs`` still to compute (neither finished in ``results_dir`` nor held by an archive
+    of ``profile``), cheapest first (:func:`cost_units`)."""
+    held = archived_hashes(profile, root)
+    todo = [c for c in configs if config_hash(c) not in held and cached_run(c, results_dir) is None]
+    return sorted(todo, key=cost_units)
+
+
+def pack_chunk(
+    configs: Iterable[ExperimentConfig], profile: str, results_dir: str | Path, root: str | Path = "published"
+) -> tuple[Path, int] | None:
+    """Pack the finished runs of ``configs`` that no archive of ``profile`` holds into a new chunk
+    (numbered after the last one); (its path, its runs), or None when there is nothing new."""
+    held = archived_hashes(profile, root)
+    new = [c for c in configs if config_hash(c) not in held and cached_run(c, results_dir) is not None]
+    if not new:
+        return None
+    folder = Path(root) / profile / archive.ARCHIVES / CHUNKS
+    numbers = [int(p.name.split(".")[0]) for p in folder.glob("*.tar.xz") if p.name.split(".")[0].isdigit()]
+    name = f"{CHUNKS}/{max(numbers, default=0) + 1:04d}"
+    packed = archive.pack(name, profile, new, results_dir, root)
+    assert packed is not None  # every one of ``new`` is finished
+    return packed[0], packed[1]
+
+
+@dataclass
+class Campaign:
+    """Progress of a campaign: runs finished here and the seconds and cost units they took."""
+
+    total: int
+    todo: int
+    done: int = 0
+    seconds: float = 0.0
+    units: float = 0.0
+    units_left: float = 0.0
+
+    def hours_left(self, workers: int) -> float:
+        """Hours to finish at the rate measured so far (NaN before the first run finishes)."""
+        if not self.units:
+            return float("nan")
+        return self.seconds / self.units * self.units_left / workers / 3600
+
+    def line(self, outcome: SweepOutcome, seconds: float, workers: int) -> str:
+        status = outcome.status if outcome.error is None else f"failed: {outcome.error.splitlines()[0]}"
+        left = self.hours_left(workers)
+        eta = f"{left:.1f} h left at the measured rate" if left == left else "rate not measured yet"
+        return (
+            f"[{self.done}/{self.todo} done, {self.todo - self.done} left; {self.total} runs in all] "
+            f"{outcome.config.name} seed {outcome.config.seed} ({outcome.hash}): {status} in "
+            f"{seconds:.0f} s; "
+            f"{eta} ({workers} worker{'s' if workers > 1 else ''})"
+        )
+
+
+def run_campaign(
+    configs: Sequence[ExperimentConfig],
+    profile: str,
+    results_dir: str | Path,
+    *,
+    workers: int = 1,
+    chunk: int = 10,
+    root: str | Path = "published",
+    device: str | None = None,
+    say: Callable[[str], None] = print,
+) -> Campaign:
+    """Compute every missing run of ``configs`` (:func:`campaign_configs`) at ``profile`` (:func:`plan`),
+    cheapest first, packing a new chunk every ``chunk`` finished runs and at the start and the end; returns
+    the campaign's progress."""
+    if workers < 1 or chunk < 1:
+        raise ValueError(f"workers={workers}, chunk={chunk}: both must be at least 1")
+    todo = plan(configs, profile, results_dir, root)
+    progress = Campaign(len(configs), len(todo), units_left=sum(map(cost_units, todo)))
+
+    def pack() -> None:
+        packed = pack_chunk(configs, profile, results_dir, root)
+        if packed:
+            say(f"packed {packed[1]} finished run(s) into {packed[0]} (commit it)")
+
+    pack()  # runs finished by an earlier, interrupted campaign
+    say(
+        f"campaign at {profile}: {len(configs)} runs; {len(configs) - len(todo)} finished or archived, "
+        f"{len(todo)} to compute, cheapest first, "
+        f"{workers} worker{'s' if workers > 1 else ''}"
+    )
+    since_chunk = 0
+    for outcome, seconds in _outcomes(todo, str(results_dir), workers, device):
+        progress.done += 1
+        if outcome.error is None:
+            progress.seconds += seconds
+            progress.units += cost_units(outcome.config)
+        progress.units_left -= cost_units(outcome.config)
+        say(progress.line(outcome, seconds, workers))
+        since_chunk += 1
+        if since_chunk >= chunk:
+            pack()
+            since_chunk = 0
+    pack()
+    return progress
+
+
+def _timed(cfg: ExperimentConfig, results_dir: str, device: str | None) -> tuple[SweepOutcome, float]:
+    start = time.perf_counter()
+    outcome = run_one(cfg, results_dir, False, device)
+    return outcome, time.perf_counter() - start
+
+
+def _outcomes(todo: list[ExperimentConfig], results_dir: str, workers: int, device: str | None):
+    """(outcome, seconds) of each run of ``todo`` as it finishes."""
+    if workers == 1:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            for cfg in todo:
+                yield _timed(cfg, results_dir, device)
+        finally:
+            torch.set_num_threads(threads)
+        return
+    with cf.ProcessPoolExecutor(
+        workers, mp_context=mp.get_context("spawn"), initializer=worker_init, initargs=(1,)
+    ) as pool:
+        futures = [pool.submit(_timed, cfg, results_dir, device) for cfg in todo]
+        for future in cf.as_completed(futures):
+            yield future.result()

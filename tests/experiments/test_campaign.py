@@ -1,0 +1,100 @@
+"""Campaigns (``experiments/campaign.py``): missing runs only, cheapest first, chunks written once, rate."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from fairfl_core.experiments import campaign
+from fairfl_core.experiments.archive import read_manifest
+from fairfl_core.experiments.campaign import (
+    PAGES,
+    Campaign,
+    archived_hashes,
+    campaign_configs,
+    cost_units,
+    experiments_of,
+    plan,
+    run_campaign,
+)
+from fairfl_core.experiments.config import config_hash
+from fairfl_core.experiments.profiles import EXPERIMENTS
+from fairfl_core.experiments.runner import run_data
+from fairfl_core.experiments.sweep import run_sweep
+from tests.experiments.conftest import digits_config
+
+
+@pytest.fixture
+def configs():
+    """Three runs of different cost: 2, 4 and 2 rounds (two seeds of the 2-round run)."""
+    return [digits_config(rounds=4), digits_config(rounds=2), replace(digits_config(rounds=2), seed=1)]
+
+
+def chunks(root):
+    return sorted((root / "paper" / "runs" / "chunks").glob("*.tar.xz"))
+
+
+def test_cost_units_count_the_samples_trained_and_evaluated_by_hand():
+    cfg = digits_config(rounds=6, clients_per_round=3, batch_size=16, local_steps=3)  # eval every 2
+    data = run_data(cfg)
+    tested = sum(len(t) for t in data.client_test) + len(data.pooled_test)
+    assert cost_units(cfg) == 6 * 3 * 3 * 16 * 3 + 3 * tested
+    afl = replace(cfg, algorithm=replace(cfg.algorithm, name="afl"))  # every one of the 8 clients trains
+    assert cost_units(afl) - cost_units(cfg) == 6 * (8 - 3) * 3 * 16 * 3
+
+
+def test_a_campaign_runs_what_is_missing_cheapest_first_and_packs_chunks_once(configs, tmp_path):
+    results, root, lines = tmp_path / "results", tmp_path / "published", []
+    run_sweep(configs[1:2], results, progress=False)  # finished before: packed at the start, not recomputed
+    progress = run_campaign(configs, "paper", results, chunk=1, root=root, say=lines.append)
+    assert (progress.todo, progress.done) == (2, 2)
+    assert lines[0].startswith("packed 1 finished run(s) into") and "chunks/0001.tar.xz" in lines[0]
+    ran = [line for line in lines if line.startswith("[")]
+    assert "seed 1" in ran[0] and "[1/2 done, 1 left; 3 runs in all]" in ran[0]  # 2 rounds before 4
+    assert "h left at the measured rate" in ran[0] and "0 left" in ran[1]
+    assert [p.name for p in chunks(root)] == ["0001.tar.xz", "0002.tar.xz", "0003.tar.xz"]
+    held = [{r.hash for r in read_manifest(p)[2]} for p in chunks(root)]
+    assert [len(h) for h in held] == [1, 1, 1] and set.union(*held) == {config_hash(c) for c in configs}
+    before = [p.read_bytes() for p in chunks(root)]
+    again: list[str] = []
+    progress = run_campaign(configs, "paper", results, chunk=1, root=root, say=again.append)
+    assert progress.todo == 0 and len(again) == 1 and "0 to compute" in again[0]
+    assert [p.read_bytes() for p in chunks(root)] == before  # a chunk is written once
+
+
+def test_a_run_held_by_an_archive_is_never_recomputed_on_a_new_machine(configs, tmp_path):
+    root = tmp_path / "published"
+    run_campaign(configs[1:], "paper", tmp_path / "one", root=root, say=lambda _: None)
+    assert archived_hashes("paper", root) == {config_hash(c) for c in configs[1:]}
+    fresh = tmp_path / "two"  # the work tree did not survive; the committed chunks did
+    assert plan(configs, "paper", fresh, root) == configs[:1]
+    assert archived_hashes("quick", root) == set()  # chunks are per profile
+
+
+def test_the_hours_left_are_the_measured_seconds_per_unit_times_the_units_left():
+    progress = Campaign(total=5, todo=4, done=1, seconds=30.0, units=10.0, units_left=60.0)
+    assert progress.hours_left(1) == pytest.approx(30 / 10 * 60 / 3600)
+    assert progress.hours_left(2) == pytest.approx(30 / 10 * 60 / 3600 / 2)
+    assert math.isnan(Campaign(total=1, todo=1).hours_left(1))
+
+
+def test_pages_expand_to_registered_experiments_and_unknown_names_are_refused():
+    assert all(e in EXPERIMENTS for names in PAGES.values() for e in names)
+    assert experiments_of(["quickstart", "fedeba_table3_theta", "quickstart"]) == [
+        "quickstart",
+        "fedeba_table3_theta",
+    ]
+    with pytest.raises(ValueError, match=r"'nope' is neither a page .* nor a registered experiment"):
+        experiments_of(["nope"])
+
+
+def test_a_run_shared_by_two_pages_is_one_run_of_the_campaign():
+    both = campaign_configs(["quickstart", "fedeba_plus"], "smoke")
+    assert len({config_hash(c) for c in both}) == len(both)
+
+
+def test_bad_campaign_settings_are_refused(configs, tmp_path):
+    with pytest.raises(ValueError, match="workers=0, chunk=10: both must be at least 1"):
+        campaign.run_campaign(configs, "paper", tmp_path, workers=0, root=tmp_path)
