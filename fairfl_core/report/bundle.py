@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from fairfl_core.experiments.config import apply_overrides
 from fairfl_core.experiments.profiles import PROFILES, Experiment, get_experiment
-from fairfl_core.report.claims import PAPER, Claim, check_claims, seed_outcome
+from fairfl_core.report.claims import NOT_CHECKED_OFFLINE, PAPER, Claim, Scale, check_claims, seed_outcome
 from fairfl_core.report.paper import load_paper_results, printed
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "get_paper",
     "paper_dataset",
     "paper_rows",
+    "paper_scale",
     "register_paper",
 ]
 
@@ -54,6 +56,14 @@ def paper_dataset(experiment: Experiment) -> str:
     if experiment.paper and experiment.paper.column:
         return experiment.paper.column
     return experiment.paper.datasets.get(data, data) if experiment.paper else data
+
+
+def paper_scale(experiment: Experiment) -> Scale:
+    """The paper's scale of ``experiment``: its paper profile's rounds and model on the paper's own data
+    (the profile as registered, not its stand-in)."""
+    paper = experiment.profiles["paper"]
+    config = apply_overrides(experiment.base_config(), list(paper.overrides))
+    return Scale(paper.rounds, str(config["model"]["name"]))
 
 
 def paper_rows(experiment: Experiment) -> dict[str, str]:
@@ -118,7 +128,8 @@ class Paper:
             {c.method} | ({c.than} if isinstance(c.than, str) and c.than != PAPER else set()) for c in claims
         ]
         checked = [c for c, n in zip(claims, named, strict=True) if n <= ran]
-        rows = [check_claims(checked, agg, paper)] if checked and agg is not None else []
+        scale = paper_scale(experiment)
+        rows = [check_claims(checked, agg, paper, scale)] if checked and agg is not None else []
         rows += [
             pd.DataFrame([self._not_run(experiment, c) for c in claims if c not in checked])
             if len(checked) < len(claims)
@@ -153,13 +164,15 @@ class Paper:
             effect = left - right
         return {
             "kind": claim.kind,
+            "primary": claim.primary,
             "claim": claim.text,
             "dataset": dataset,
             "metric": claim.metric,
             "method": claim.method,
             "than": claim.than,
-            "op": claim.op + (f" (±{claim.tolerance:g})" if claim.op == "≈" else ""),
-            "result": NOT_RUN,
+            "op": claim.op
+            + (f" (±{claim.tolerance:g}: {claim.tolerance_source})" if claim.op == "≈" else ""),
+            "result": NOT_CHECKED_OFFLINE if self.unavailable(experiment.name) else NOT_RUN,
             "holds_in_paper": verdict if isinstance(verdict, str) else verdict.result,
             "paper_effect": math.nan if effect is None else effect,
             "source": claim.source,

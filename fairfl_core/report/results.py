@@ -4,6 +4,7 @@ tidy DataFrames: one row per run, per evaluation (learning curves) or per client
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -45,6 +46,18 @@ def _setting(config: dict[str, Any]) -> str:
     return config_hash(dataclasses.replace(ExperimentConfig.from_dict(config), seed=0))
 
 
+def _pairing(config: dict[str, Any]) -> str:
+    """What a run draws from its seed and shares with every other method's run of that seed: the partition
+    (its data section, the partition seed resolved), the initial model (its model section) and the client
+    sampling and minibatch streams (counter-based on the seed, ``sim/context.py``). Runs of one seed with
+    equal keys are paired in the claims' tests."""
+    data = dict(config["data"])
+    seed = config.get("seed", 0)
+    data["partition_seed"] = seed if data.get("partition_seed") is None else data["partition_seed"]
+    blob = json.dumps({"seed": seed, "data": data, "model": config.get("model")}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
 def _judged(summary: dict[str, Any], models: str, path: Path) -> dict[str, Any]:
     """The summary metrics of the models the run's row reports (``eval.models``): a personalised method's
     own models by default, its global model with ``global``."""
@@ -79,6 +92,7 @@ def _run_row(path: Path, label: str | None, models: str = "own") -> dict[str, An
         "rounds": summary["rounds"],
         "hash": path.name,
         "setting": _setting(config),
+        "pairing": _pairing(config),
         "path": str(path),
     }
     row.update({k: v for k, v in summary.items() if k not in row and k != "name"})
