@@ -36,12 +36,14 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
 from fairfl_core.report import stats
 from fairfl_core.report.paper import paper_cell
 from fairfl_core.report.stats import CONFIDENCE, MIN_SEEDS, Sample
+from fairfl_core.report.tables import save_table
 
 __all__ = [
     "CONFIDENCE",
@@ -61,6 +63,7 @@ __all__ = [
     "exact_results",
     "interval",
     "page_verdicts",
+    "save_claims",
     "seed_outcome",
 ]
 
@@ -475,6 +478,45 @@ def page_verdicts(
                 alpha,
             )
     return out
+
+
+P_COLUMNS = ("p", "p_size", "p_holm", "p_size_holm")
+PAGE_COLUMNS = ("p_holm", "p_size_holm", "verdict")  # what page_verdicts adds
+
+
+def save_claims(
+    table: pd.DataFrame, out_dir: str | Path, name: str, caption: str | None = None, decimals: int = 2
+) -> pd.DataFrame:
+    """Write the claims ``table`` as ``save_table`` does (numbers to ``decimals`` places, p-values to 6), then
+    decide the page: every claims table of ``out_dir`` (a CSV with ``claim`` and ``p`` columns) gets the
+    page's Holm-adjusted ``verdict`` (:func:`page_verdicts`), each rewritten with its caption. Returns the
+    table as written, with its verdicts."""
+    out = Path(out_dir)
+    numbers = table.select_dtypes("number").columns
+    rounded = table.copy()
+    for column in numbers:
+        rounded[column] = table[column].round(6 if column in P_COLUMNS else decimals)
+    save_table(rounded.drop(columns=list(PAGE_COLUMNS), errors="ignore"), out, name, caption)
+    tables, captions = {}, {}
+    for csv in sorted(out.glob("*.csv")):
+        found = pd.read_csv(csv)
+        if {"claim", "p"} <= set(found.columns):
+            tables[csv.stem] = found.drop(columns=list(PAGE_COLUMNS), errors="ignore")
+            captions[csv.stem] = _caption(csv.with_suffix(".md"))
+    for stem, decided in page_verdicts(tables).items():
+        columns = list(decided.columns)
+        at = columns.index("result") + 1
+        order = [*columns[:at], *PAGE_COLUMNS]
+        order += [c for c in columns[at:] if c not in order]
+        save_table(decided[order], out, stem, captions[stem])
+    return pd.read_csv(out / f"{name}.csv")
+
+
+def _caption(md: Path) -> str | None:
+    """The caption ``save_table`` wrote above a Markdown table (None: none)."""
+    text = md.read_text() if md.exists() else ""
+    head = text.split("\n\n", 1)[0]
+    return None if not text or head.startswith("|") else head
 
 
 def exact_results(table: pd.DataFrame, dataset: str) -> pd.DataFrame:

@@ -13,8 +13,8 @@ from fairfl_core.report.claims import (
     page_verdicts,
     seed_outcome,
 )
-from fairfl_core.report.stats import Sample
 from fairfl_core.report.results import load_runs
+from fairfl_core.report.stats import Sample
 from fairfl_core.report.tables import aggregate
 from tests.report.conftest import make_config, two_method_results, write_run
 

@@ -20,8 +20,8 @@ from fairfl_core.report.stats import (
     classify,
     contrast,
     holm,
-    seeds_to_decide,
     p_values,
+    seeds_to_decide,
 )
 
 SHARED = {0: "k0", 1: "k1", 2: "k2"}  # each seed's runs share partition, model and streams
