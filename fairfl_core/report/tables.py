@@ -210,9 +210,13 @@ def caption(
 ) -> str:
     """``title`` and what ran at ``profile`` on this machine: the profile's description (its rounds against
     the paper's, seeds, model, substituted or untuned settings; ``experiments.profiles``), the seeds where
-    ``seeds`` replaces the profile's, and the data set with its stand-in label and partition. A table of
-    several experiments names each one's."""
+    ``seeds`` replaces the profile's, the model, and the data set with its stand-in label and partition. A
+    table of several experiments names each one's. With one seed, "mean ± std over seeds" in ``title`` reads
+    "one seed, no spread"."""
     seeds = None if seeds is None else list(seeds)  # read once per experiment
+    names = [experiment] if isinstance(experiment, str) else list(dict.fromkeys(experiment))
+    if all(len(seeds if seeds is not None else get_profile(n, profile).seeds) == 1 for n in names):
+        title = title.replace("mean ± std over seeds", "one seed, no spread")
     if not isinstance(experiment, str):
         names = list(dict.fromkeys(experiment))
         if len(names) != 1:
@@ -232,7 +236,7 @@ def _what_ran(experiment: str, profile: str, seeds: Iterable[int] | None) -> str
     where = f"{data.name}" + (f", stand-in for {data.stand_in}" if data.stand_in else "")
     split = f"{data.num_clients} clients, {data.partition} partition" if data.num_clients else data.partition
     ran = f"seeds {', '.join(map(str, seeds))}; " if seeds is not None else ""
-    return f"{chosen.description}; {ran}data {where}, {split}"
+    return f"{chosen.description}; {ran}model {config.model.name}; data {where}, {split}"
 
 
 def save_table(
