@@ -210,8 +210,8 @@ def caption(
 ) -> str:
     """``title`` and what ran at ``profile`` on this machine: the profile's description (its rounds against
     the paper's, seeds, model, substituted or untuned settings; ``experiments.profiles``), the seeds where
-    ``seeds`` replaces the profile's, the model, and the data set with its stand-in label and partition. A
-    table of several experiments names each one's. With one seed, "mean ± std over seeds" in ``title`` reads
+    ``seeds`` replaces the profile's, the model, and the data set with its stand-in label and partition
+    (fixed across seeds, or redrawn for each). A table of several experiments names each one's. With one seed, "mean ± std over seeds" in ``title`` reads
     "one seed, no spread"."""
     seeds = None if seeds is None else list(seeds)  # read once per experiment
     names = [experiment] if isinstance(experiment, str) else list(dict.fromkeys(experiment))
@@ -235,6 +235,11 @@ def _what_ran(experiment: str, profile: str, seeds: Iterable[int] | None) -> str
     data = config.data
     where = f"{data.name}" + (f", stand-in for {data.stand_in}" if data.stand_in else "")
     split = f"{data.num_clients} clients, {data.partition} partition" if data.num_clients else data.partition
+    split += (
+        f" fixed across seeds (partition seed {data.partition_seed})"
+        if data.partition_seed is not None
+        else " redrawn for each seed"
+    )
     ran = f"seeds {', '.join(map(str, seeds))}; " if seeds is not None else ""
     return f"{chosen.description}; {ran}model {config.model.name}; data {where}, {split}"
 
