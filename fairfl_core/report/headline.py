@@ -119,6 +119,7 @@ class PaperClaims:
     not_decided: int
     not_checked: int
     pages: tuple[str, ...]
+    stand_in: Counter  # the not-checked claims' direction on their labelled stand-in (never counted)
 
     @property
     def conclusive(self) -> int:
@@ -146,9 +147,18 @@ def main_number(root: str | Path = PUBLISHED) -> list[PaperClaims]:
                 int((claims["outcome"] == "not decided").sum()),
                 int((claims["outcome"] == "not checked").sum()),
                 tuple(where),
+                _stand_in(claims),
             )
         )
     return lines
+
+
+def _stand_in(claims: pd.DataFrame) -> Counter:
+    """How the claims not checked for want of their data came out on their stand-in (direction only)."""
+    if "stand_in_result" not in claims.columns:
+        return Counter()
+    on = claims["stand_in_result"].fillna("").astype(str)
+    return Counter(on[(claims["outcome"] == "not checked") & (on != "")].map(claim_outcome))
 
 
 def _split(counts: Counter) -> str:
@@ -164,9 +174,10 @@ def markdown(root: str | Path = PUBLISHED, link_prefix: str = "published/") -> s
     lines = main_number(root)
     head = (
         "| paper | paper claims | decided at the paper's scale | decided at a reduced scale (indicative) | "
-        "not decided (< 3 seeds) | not checked | conclusive | pages |"
+        "not decided (< 3 seeds) | not checked | of these, on a stand-in (direction only) | conclusive | "
+        "pages |"
     )
-    out = [head, "|---|---|---|---|---|---|---|---|"]
+    out = [head, "|---|---|---|---|---|---|---|---|---|"]
     for line in lines:
         pages = ", ".join(
             f"[{p}]({link_prefix}{p.split('/')[0]}/README.md#{p.split('/')[1]})" for p in line.pages
@@ -175,16 +186,18 @@ def markdown(root: str | Path = PUBLISHED, link_prefix: str = "published/") -> s
         share = 100 * line.conclusive / max(line.claims, 1)
         out.append(
             f"| {line.paper} | {line.claims} | {_split(line.at_paper_scale)} | {reduced} | "
-            f"{line.not_decided} | {line.not_checked} | {line.conclusive} ({share:.0f} %) | {pages} |"
+            f"{line.not_decided} | {line.not_checked} | {_split(line.stand_in)} | {line.conclusive} "
+            f"({share:.0f} %) | {pages} |"
         )
     total = sum(line.claims for line in lines)
     paper_scale = sum((line.at_paper_scale for line in lines), Counter())
     reduced = sum((line.reduced for line in lines), Counter())
     conclusive = sum(line.conclusive for line in lines)
+    stand_in = sum((line.stand_in for line in lines), Counter())
     out.append(
         f"| **all five** | {total} | {_split(paper_scale)} | {_split(reduced)} | "
         f"{sum(line.not_decided for line in lines)} | {sum(line.not_checked for line in lines)} | "
-        f"{conclusive} ({100 * conclusive / max(total, 1):.0f} %) | |"
+        f"{_split(stand_in)} | {conclusive} ({100 * conclusive / max(total, 1):.0f} %) | |"
     )
     return "\n".join(out) + "\n"
 
