@@ -22,7 +22,15 @@ import pandas as pd
 
 from fairfl_core.experiments.config import apply_overrides
 from fairfl_core.experiments.profiles import PROFILES, Experiment, get_experiment
-from fairfl_core.report.claims import NOT_CHECKED_OFFLINE, PAPER, Claim, Scale, check_claims, seed_outcome
+from fairfl_core.report.claims import (
+    NOT_CHECKED_OFFLINE,
+    PAPER,
+    Claim,
+    Scale,
+    check_claims,
+    op_text,
+    paper_verdict,
+)
 from fairfl_core.report.paper import load_paper_results, printed
 
 __all__ = [
@@ -156,12 +164,11 @@ class Paper:
 
         left = cell(claim.method)
         right = float(claim.than) if not isinstance(claim.than, str) else cell(claim.than)
-        verdict = (
-            "n/a" if left is None or right is None else seed_outcome(claim.op, left, right, claim.tolerance)
-        )
-        effect = claim.effect
-        if effect is None and left is not None and right is not None:
-            effect = left - right
+        size = claim.effect  # the size the sentence states, relative to other rows where it says so
+        if claim.relative_effect is not None:
+            anchor = cell(claim.relative_effect[0])
+            size = None if right is None or anchor is None else claim.relative_effect[1] * (right - anchor)
+        effect = size if size is not None else None if left is None or right is None else left - right
         return {
             "kind": claim.kind,
             "primary": claim.primary,
@@ -170,10 +177,10 @@ class Paper:
             "metric": claim.metric,
             "method": claim.method,
             "than": claim.than,
-            "op": claim.op
-            + (f" (±{claim.tolerance:g}: {claim.tolerance_source})" if claim.op == "≈" else ""),
+            "op": op_text(claim),
+            "margin": claim.tolerance,
             "result": NOT_CHECKED_OFFLINE if self.unavailable(experiment.name) else NOT_RUN,
-            "holds_in_paper": verdict if isinstance(verdict, str) else verdict.result,
+            "holds_in_paper": paper_verdict(claim, left, right, size),
             "paper_effect": math.nan if effect is None else effect,
             "source": claim.source,
         }

@@ -60,10 +60,14 @@ __all__ = [
     "Scale",
     "check_claims",
     "claims_caption",
+    "evidence_key",
     "exact_results",
     "interval",
+    "op_text",
     "page_verdicts",
+    "paper_verdict",
     "save_claims",
+    "scale_columns",
     "seed_outcome",
 ]
 
@@ -73,6 +77,8 @@ NOT_CHECKED_OFFLINE = "not checked (no offline data)"
 OBSERVATION = "the package's observation"  # a claim's source when the paper does not state it
 STAND_IN_EFFECT = "n/a (stand-in: direction only)"  # a stand-in's numbers are not the paper dataset's
 OPS = ("<", "<=", ">", ">=", "≈")
+MARGINED = ("≈", ">=", "<=")  # ops that take a tolerance: equivalence, and non-inferiority by a margin
+SHIFT = {">=": 1.0, "<=": -1.0}  # a non-inferiority margin m tests d + m ≥ 0 or d − m ≤ 0
 RULE = (
     f"a verdict needs {MIN_SEEDS} seeds a side; paired t where a seed's runs share partition, initial "
     "model, client sampling and minibatch streams, else Welch's t; 95 % intervals of the difference; "
@@ -95,8 +101,9 @@ class Claim:
     """``method``'s ``metric`` ``op`` ``than``, e.g. ``Claim("FedProx lowers the variance", "var",
     "FedProx", "<", "FedAvg")``. ``than``: a method label, a number, or ``PAPER``.
 
-    - ``op`` ``"≈"`` claims |d| ≤ ``tolerance`` (in the metric's unit), whose origin ``tolerance_source``
-      states (a paper claim needs one).
+    - ``op`` ``"≈"`` claims |d| ≤ ``tolerance`` (in the metric's unit); ``">="`` / ``"<="`` with a
+      ``tolerance`` m claim non-inferiority, d ≥ −m / d ≤ m ("almost no loss"); ``tolerance_source`` states
+      where the margin comes from (a paper claim needs one).
     - ``dataset``: the dataset label to check on (default: every dataset of the results).
     - ``source``: where the paper states it, with its words (e.g. ``§5.2: "... reduces variance ..."``), or
       :data:`OBSERVATION` (optionally followed by why) for the package's own comparison (never counted).
@@ -132,8 +139,10 @@ class Claim:
     def __post_init__(self) -> None:
         if self.op not in OPS:
             raise ValueError(f"claim {self.text!r}: op={self.op!r} must be one of {list(OPS)}")
-        if self.tolerance and self.op != "≈":
-            raise ValueError(f"claim {self.text!r}: tolerance applies to op '≈' only (got op {self.op!r})")
+        if self.tolerance and self.op not in MARGINED:
+            raise ValueError(
+                f"claim {self.text!r}: tolerance applies to ops {list(MARGINED)} only (got op {self.op!r})"
+            )
         if self.effect is not None and self.relative_effect is not None:
             raise ValueError(f"claim {self.text!r}: give effect or relative_effect, not both")
 
@@ -194,18 +203,19 @@ def seed_outcome(
     if few:
         seeds = f"{min(few):g} seed{'s' if min(few) != 1 else ''}"
         return Outcome(NOT_DECIDED, difference, test=f"{NOT_DECIDED} ({seeds})")
-    d = stats.contrast([(1.0, a), (-1.0, b)])
-    size_estimate, size = None, effect
-    if anchor is not None:
+    shift = SHIFT.get(op, 0.0) * tolerance  # a non-inferiority margin: the claim is on d ± m, not a size
+    d = stats.contrast([(1.0, a), (-1.0, b), *([(shift, Sample(1.0))] if shift else [])])
+    size_estimate, size = None, None if shift else effect
+    if anchor is not None and not shift:
         c, k = _sample(anchor[0]), anchor[1]
         size = k * (b.mean - c.mean)
         size_estimate = stats.contrast([(1.0, a), (-1.0 - k, b), (k, c)])  # d − k(μ_b − μ_c)
-    elif effect is not None:
+    elif effect is not None and not shift:
         size_estimate = stats.contrast([(1.0, a), (-1.0, b), (-effect, Sample(1.0))])
     p, p_size = stats.p_values(op, d, size_estimate, tolerance)
     alpha = 1 - confidence
     result = stats.classify(op, d.value, size, p, p_size, alpha)
-    low, high = d.interval(confidence)
+    low, high = (x - shift for x in d.interval(confidence))
     undetermined = result == stats.UNDETERMINED
     return Outcome(
         result,
@@ -218,7 +228,7 @@ def seed_outcome(
         low,
         high,
         size,
-        stats.seeds_to_decide(d, size_estimate) if undetermined else None,
+        stats.seeds_to_decide(d, size_estimate, tolerance if op == "≈" else None) if undetermined else None,
     )
 
 
@@ -251,7 +261,7 @@ def _sample_of(agg: pd.DataFrame, dataset: str, method: str, metric: str) -> tup
     return sample, row
 
 
-def _paper_verdict(claim: Claim, value: float | None, reference: float | None, size: float | None) -> str:
+def paper_verdict(claim: Claim, value: float | None, reference: float | None, size: float | None) -> str:
     """The claim on the paper's printed means (exact: the signs decide), against the size it states."""
     if value is None or reference is None:
         return "n/a"
@@ -259,11 +269,19 @@ def _paper_verdict(claim: Claim, value: float | None, reference: float | None, s
     return "smaller than stated" if result == stats.SMALLER else result
 
 
+def op_text(claim: Claim) -> str:
+    """The claim's predicate as a table shows it, with its margin and the margin's source."""
+    if not claim.tolerance:
+        return claim.op
+    bound = f"±{claim.tolerance:g}" if claim.op == "≈" else f"margin {claim.tolerance:g}"
+    return f"{claim.op} ({bound}: {claim.tolerance_source})"
+
+
 def _number(x: float | None) -> float:
     return math.nan if x is None else float(x)
 
 
-def _evidence(metric: str, left: Sample | None, right: Sample | None) -> str:
+def evidence_key(metric: str, left: Sample | None, right: Sample | None) -> str:
     """A key of the numbers a row compares: two rows with the same key decide on the same evidence."""
 
     def numbers(s: Sample | None):
@@ -277,7 +295,7 @@ def _evidence(metric: str, left: Sample | None, right: Sample | None) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def _scale_columns(rows: list[pd.Series], scale: Scale | None) -> dict[str, object]:
+def scale_columns(rows: list[pd.Series], scale: Scale | None) -> dict[str, object]:
     stand_in = next((r["stand_in"] for r in rows if isinstance(r.get("stand_in"), str) and r["stand_in"]), "")
     data = f"stand-in for {stand_in}" if stand_in else "real"
     if scale is None:
@@ -350,7 +368,7 @@ def _check_one(
     result, stand_in_result = verdict.result, ""
     if on_stand_in and kind == "paper":
         result, stand_in_result = NOT_CHECKED_OFFLINE, verdict.result
-    in_paper = _paper_verdict(claim, p_left, p_right, in_paper_size)
+    in_paper = paper_verdict(claim, p_left, p_right, in_paper_size)
     reference = right[0].mean if right is not None else None
     diff = verdict.difference
     value_sample = left[0] if left is not None else None
@@ -366,7 +384,8 @@ def _check_one(
         "value_std": value_sample.std if value_sample else math.nan,
         "seeds": value_sample.n if value_sample else 0,
         "reference_seeds": right_sample.n if right_sample and not right_sample.exact else math.nan,
-        "op": claim.op + (f" (±{claim.tolerance:g}: {claim.tolerance_source})" if claim.op == "≈" else ""),
+        "op": op_text(claim),
+        "margin": claim.tolerance,
         "than": reference_name,
         "reference": reference,
         "reference_std": right_sample.std if right_sample and not right_sample.exact else math.nan,
@@ -385,8 +404,8 @@ def _check_one(
         "seeds_to_decide": verdict.seeds_to_decide,
         "stand_in_result": stand_in_result,
         "holds_in_paper": in_paper,
-        **_scale_columns(rows, scale),
-        "evidence": _evidence(claim.metric, value_sample, right_sample),
+        **scale_columns(rows, scale),
+        "evidence": evidence_key(claim.metric, value_sample, right_sample),
         "source": claim.source,
     }
 
@@ -469,9 +488,11 @@ def page_verdicts(
                 else None
             )
             p_size = float(row["p_size_holm"]) if pd.notna(row["p_size_holm"]) else math.nan
+            op = str(row["op"]).split(" ")[0]
+            margin = float(row["margin"]) if "margin" in row and pd.notna(row["margin"]) else 0.0
             table.at[i, "verdict"] = stats.classify(
-                str(row["op"]).split(" ")[0],
-                float(row["difference"]),
+                op,
+                float(row["difference"]) + SHIFT.get(op, 0.0) * margin,
                 size,
                 float(row["p_holm"]),
                 p_size,

@@ -165,6 +165,8 @@ def _unpaired(random: Sequence[tuple[float, Sample]]) -> str | None:
     seeds = [set(s.values) for _, s in random]
     if any(x != seeds[0] for x in seeds):
         return "the sides ran different seeds"
+    if any(not s.keys for _, s in random):
+        return "no pairing keys recorded"
     for seed in seeds[0]:
         keys = {s.keys.get(seed) for _, s in random}
         if len(keys) != 1 or None in keys:
@@ -213,16 +215,25 @@ def classify(
     return UNDETERMINED
 
 
-def seeds_to_decide(d: Estimate, size: Estimate | None = None, limit: int = 1000) -> int | None:
-    """The seeds a side at which, with the observed difference and spread, the interval would exclude 0 or
-    the paper's size (the first of the two); None when it would take more than ``limit`` or cannot (a zero
-    difference). SE scales as √(n/n'); the degrees of freedom as n' − 1 (paired) or ν·(n' − 1)/(n − 1)."""
-    candidates = [e for e in (d, size) if e is not None and e.se > 0 and e.value != 0 and math.isfinite(e.n)]
+def seeds_to_decide(
+    d: Estimate, size: Estimate | None = None, tolerance: float | None = None, limit: int = 1000
+) -> int | None:
+    """The seeds a side at which, with the observed difference and spread, the claim would be decided: the
+    interval would exclude 0 or the paper's size (the first of the two), or, for an equivalence within
+    ``tolerance``, lie inside or outside ±tolerance. None when it would take more than ``limit`` or cannot
+    (a difference exactly on the boundary). SE scales as √(n/n'); the degrees of freedom as n' − 1 (paired)
+    or ν·(n' − 1)/(n − 1)."""
+    if tolerance is not None:  # the interval must clear the margin: |d| + t·SE < m, or |d| − t·SE > m
+        gaps = [(d, abs(tolerance - abs(d.value)))]
+    else:
+        gaps = [(e, abs(e.value)) for e in (d, size) if e is not None]
     best: int | None = None
-    for e in candidates:
+    for e, gap in gaps:
+        if e.se == 0 or gap == 0 or not math.isfinite(e.n):
+            continue
         for k in range(2, limit + 1):
             df = k - 1.0 if e.paired else e.df * (k - 1) / (e.n - 1)
-            if abs(e.value) > _t(df, CONFIDENCE) * e.se * math.sqrt(e.n / k):
+            if gap > _t(df, CONFIDENCE) * e.se * math.sqrt(e.n / k):
                 best = k if best is None else min(best, k)
                 break
     return best

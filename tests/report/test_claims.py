@@ -10,6 +10,7 @@ from fairfl_core.report.claims import (
     Scale,
     check_claims,
     interval,
+    op_text,
     page_verdicts,
     seed_outcome,
 )
@@ -120,6 +121,23 @@ def test_the_test_says_how_a_claim_was_decided():
     assert seed_outcome("<", (10.0, 1.0, 2), (13.0, 1.0, 3)).test == "not decided (2 seeds)"
     assert seed_outcome("<", (10.0, 1.0, 1), (13.0, 1.0, 3)).test == "not decided (1 seed)"
     assert seed_outcome("<", 10.0, 13.0).test == "exact numbers"
+
+
+def test_non_inferiority_by_a_margin():
+    # "almost no loss" with margin 0.35: d = −0.04 on 5 seeds of std 0.1 a side, SE = √(0.002 + 0.002) =
+    # 0.0632, ν = 8, t(8) = 2.306: the interval of d + 0.35 is 0.31 ± 0.146, above 0: no more than 0.35 lost
+    close = seed_outcome(">=", (95.80, 0.1, 5), (95.84, 0.1, 5), tolerance=0.35)
+    assert close.result == "holds" and close.difference == pytest.approx(-0.04)
+    assert close.low == pytest.approx(-0.04 - 2.306004 * math.sqrt(0.004), rel=1e-5)  # the interval of d
+    assert seed_outcome(">=", (95.80, 0.1, 5), (95.84, 0.1, 5)).result == "undetermined"  # without a margin
+    # d = −0.84: d + 0.35 = −0.49 ± 0.146, below 0: more than the margin lost
+    assert seed_outcome(">=", (95.00, 0.1, 5), (95.84, 0.1, 5), tolerance=0.35).result == "fails"
+    # the mirror image for "<=" (no more than 0.35 above)
+    assert seed_outcome("<=", (95.88, 0.1, 5), (95.84, 0.1, 5), tolerance=0.35).result == "holds"
+    claim = Claim("no loss", "best5", "A", ">=", "B", tolerance=0.35, tolerance_source="Table 1's std")
+    assert op_text(claim) == ">= (margin 0.35: Table 1's std)"
+    with pytest.raises(ValueError, match="tolerance applies to ops"):
+        Claim("x", "var", "A", "<", "B", tolerance=1.0)
 
 
 def test_a_censored_value_never_enters_a_t_test():
@@ -247,7 +265,7 @@ def test_claims_are_checked_on_each_dataset_unless_one_is_named(tmp_path):
 def test_invalid_claims_are_rejected_with_the_fix(agg):
     with pytest.raises(ValueError, match="op='!=' must be one of"):
         Claim("x", "var", "FedAvg", "!=", "FedProx")
-    with pytest.raises(ValueError, match="tolerance applies to op '≈' only"):
+    with pytest.raises(ValueError, match="tolerance applies to ops"):
         Claim("x", "var", "FedAvg", "<", "FedProx", tolerance=1.0)
     with pytest.raises(KeyError, match=r"metric 'worst5' is not aggregated"):
         check_claims([Claim("x", "worst5", "FedAvg", "<", "FedProx")], agg)
