@@ -32,6 +32,7 @@ from fairfl_core.report.claims import (
     paper_verdict,
 )
 from fairfl_core.report.paper import load_paper_results, printed
+from fairfl_core.report.results import model_spec
 
 __all__ = [
     "NOT_RUN",
@@ -71,7 +72,7 @@ def paper_scale(experiment: Experiment) -> Scale:
     (the profile as registered, not its stand-in)."""
     paper = experiment.profiles["paper"]
     config = apply_overrides(experiment.base_config(), list(paper.overrides))
-    return Scale(paper.rounds, str(config["model"]["name"]))
+    return Scale(paper.rounds, model_spec(config["model"]))
 
 
 def paper_rows(experiment: Experiment) -> dict[str, str]:

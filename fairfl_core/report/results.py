@@ -26,6 +26,7 @@ __all__ = [
     "load_diagnostics",
     "load_curves",
     "load_runs",
+    "model_spec",
     "outcome_table",
     "with_extra_cost",
 ]
@@ -44,6 +45,23 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def _setting(config: dict[str, Any]) -> str:
     """Hash of a run's config with the seed left out: the runs of one setting share it across seeds."""
     return config_hash(dataclasses.replace(ExperimentConfig.from_dict(config), seed=0))
+
+
+INPUT_OPTIONS = (
+    "in_channels",
+    "in_features",
+    "input_size",
+    "num_classes",
+)  # the data's shape, not the model's
+
+
+def model_spec(model: dict[str, Any] | None) -> str:
+    """A model as a claim's scale names it: its name and the options that size it (width, depth, ...), not
+    those the data fixes (:data:`INPUT_OPTIONS`), e.g. ``convmixer(depth=2, dim=32, patch_size=4)``."""
+    model = model or {}
+    options = {k: v for k, v in (model.get("options") or {}).items() if k not in INPUT_OPTIONS}
+    sized = ", ".join(f"{k}={options[k]}" for k in sorted(options))
+    return f"{model.get('name')}({sized})" if sized else str(model.get("name"))
 
 
 def _pairing(config: dict[str, Any]) -> str:
@@ -93,6 +111,7 @@ def _run_row(path: Path, label: str | None, models: str = "own") -> dict[str, An
         "hash": path.name,
         "setting": _setting(config),
         "pairing": _pairing(config),
+        "model": model_spec(config.get("model")),
         "path": str(path),
     }
     row.update({k: v for k, v in summary.items() if k not in row and k != "name"})

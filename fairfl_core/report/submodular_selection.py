@@ -127,22 +127,24 @@ DIAGNOSTICS = (
 )
 
 
+def _same_picks(runs: pd.DataFrame, method: object, than: object) -> bool:
+    """Whether the runs of ``method`` and ``than`` picked the same set of clients in every round of every
+    common seed (False where either is not a run)."""
+    methods = set(runs["method"])
+    if method not in methods or than not in methods or method == than:
+        return False
+    agreement = selection_agreement(runs[runs["method"].isin([method, than])], than)
+    mine = agreement[agreement["method"] == method]
+    return bool(len(mine)) and bool((mine["same_set"] == 100).all())
+
+
 def mark_identical_selections(claims: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """``claims`` (``report.check_claims``) plus ``identical_selections``: whether the claim's two runs picked
     the same set of clients in every round of every common seed (then they are the same run, and
     :data:`IDENTICAL` replaces its class: in ``result``, or, for a paper claim not checked for want of its
     data, in ``stand_in_result``, its result staying "not checked (no offline data)"); False where the
     reference is not a run."""
-    methods = set(runs["method"])
-    same = []
-    for method, than in zip(claims["method"], claims["than"], strict=True):
-        pair = runs[runs["method"].isin([method, than])]
-        if method not in methods or than not in methods or method == than:
-            same.append(False)
-            continue
-        agreement = selection_agreement(pair, than)
-        mine = agreement[agreement["method"] == method]
-        same.append(bool(len(mine)) and bool((mine["same_set"] == 100).all()))
+    same = [_same_picks(runs, m, t) for m, t in zip(claims["method"], claims["than"], strict=True)]
     out = claims.assign(identical_selections=same)
     offline = out["identical_selections"] & (out["result"] == NOT_CHECKED_OFFLINE)
     out.loc[offline, "stand_in_result"] = IDENTICAL
@@ -195,7 +197,8 @@ def lambda_sweep(experiment: Experiment, runs: pd.DataFrame) -> pd.DataFrame:
     accuracy and the % of rounds whose set differs from DivFL's; then per reading the trend from the
     smallest to the largest λ (``std`` at the largest minus at the smallest; ``falls``: the class of
     "dissimilarity at the largest λ < at the smallest" on the per-seed values, ``report.claims.seed_outcome``,
-    paired where the seeds' runs are; ``test``: which test and why)."""
+    paired where the seeds' runs are, or :data:`IDENTICAL` where the two picked the same clients in every
+    round; ``test``: which test and why)."""
     methods = {m.label: m for m in experiment.method_list()}
     diag = selection_diagnostics(runs).groupby("method")["differs_from_divfl_%"].mean()
     rows = []
@@ -218,18 +221,18 @@ def lambda_sweep(experiment: Experiment, runs: pd.DataFrame) -> pd.DataFrame:
     trend = []
     for reading, part in table.groupby("reading", sort=False):
         low, high = part.iloc[0], part.iloc[-1]
-        outcome = (
-            seed_outcome("<", *(_seed_sample(runs, r["method"], "std") for r in (high, low)))
-            if len(part) > 1
-            else None
-        )
+        falls, test = "n/a", ""
+        if len(part) > 1:
+            outcome = seed_outcome("<", *(_seed_sample(runs, r["method"], "std") for r in (high, low)))
+            same = _same_picks(runs, high["method"], low["method"])
+            falls, test = (IDENTICAL if same else outcome.result), outcome.test
         trend.append(
             {
                 "reading": reading,
                 "trend": f"λ {low['lam']:g} → {high['lam']:g}",
                 "std_change": high["std"] - low["std"],
-                "falls": outcome.result if outcome else "n/a",
-                "test": outcome.test if outcome else "",
+                "falls": falls,
+                "test": test,
             }
         )
     return table.merge(pd.DataFrame(trend), on="reading", how="left")
@@ -301,7 +304,17 @@ def comparable_margin(table: str, column: str, row: str) -> tuple[float, str]:
     the seed std that ``table`` prints for that row's testing accuracy in ``column``, and where it comes
     from in words."""
     value, std = printed("submodular_selection", table, column, row, "global_acc")
-    return std, f"{table}'s printed seed std of {row}'s testing accuracy, {column} ({value:g} ± {std:g})"
+    return std, f"{table}'s printed seed std of {row}'s testing accuracy, {column} ({value:.2f} ± {std:.2f})"
+
+
+def _lower(who: str, than: str) -> str:
+    """The text of §V-A's dissimilarity claims."""
+    return f"{who} has a lower client dissimilarity than {than}"
+
+
+def _comparable(who: str, than: str) -> str:
+    """The text of §V-A's accuracy claims."""
+    return f"{who}'s accuracy is comparable to {than}'s"
 
 
 def _ran(runs: pd.DataFrame) -> set[str]:
@@ -387,13 +400,11 @@ def table1_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
     margins = {name: comparable_margin("Table I", column, name) for name in BASELINES}
     claims = [
         *(
-            Claim(f"{who} has a lower client dissimilarity than {name}", "std", label, "<", other,
-                  source=S_BASELINES, primary=True)
+            Claim(_lower(who, name), "std", label, "<", other, source=S_BASELINES, primary=True)
             for who, label in ours
             for name, other in baselines.items()
         ),
-        Claim("SubTrunc has a lower client dissimilarity than UnionFL", "std", subtrunc, "<", unionfl,
-              source=S_LOWEST),
+        Claim(_lower("SubTrunc", "UnionFL"), "std", subtrunc, "<", unionfl, source=S_LOWEST),
         *(
             Claim(f"{who}'s training loss falls at a similar rate to {name}'s", "ln_loss_auc", label, "≈",
                   other, tolerance=math.log(factor), tolerance_source=similar, source=rate)
@@ -401,7 +412,7 @@ def table1_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
             for name, other in baselines.items()
         ),
         *(
-            Claim(f"{who}'s accuracy is comparable to {name}'s", "global_acc", label, ">=", other,
+            Claim(_comparable(who, name), "global_acc", label, ">=", other,
                   tolerance=margins[name][0], tolerance_source=margins[name][1], source=S_ACCURACY)
             for who, label in ours
             for name, other in baselines.items()
@@ -422,10 +433,10 @@ def _table1_again(claim: Claim, table1: str, smallest: str) -> Claim:
     return replace(
         claim,
         source=(
-            f'{OBSERVATION}: the same evidence as Table I\'s row "{table1}", which decides this sentence too: '
-            f"the {smallest} runs picked DivFL's clients in every round of every seed (differs_from_divfl "
-            f"never set), so they are DivFL's runs, and the largest λ's are Table I's SubTrunc runs. The "
-            f"paper's claim: {claim.source}"
+            f'{OBSERVATION}: the same evidence as Table I\'s row "{table1}", which decides this sentence '
+            f"too: the {smallest} runs picked DivFL's clients in every round of every seed "
+            f"(differs_from_divfl never set), so they are DivFL's runs, and the largest λ's are Table I's "
+            f"SubTrunc runs. The paper's claim: {claim.source}"
         ),
     )
 
@@ -461,8 +472,7 @@ def lambda_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
         if reading != experiments.READING:
             claims += [_variant(c, reading) for c in pair]
         elif largest.label == table1 and is_divfl(runs, smallest.label):
-            rows = ("SubTrunc has a lower client dissimilarity than DivFL", "SubTrunc's accuracy is "
-                    "comparable to DivFL's")  # fmt: skip
+            rows = (_lower("SubTrunc", "DivFL"), _comparable("SubTrunc", "DivFL"))
             claims += [_table1_again(c, r, smallest.label) for c, r in zip(pair, rows, strict=True)]
         else:
             claims += _placed(experiment, runs, pair)

@@ -34,6 +34,7 @@ METRIC_LABELS = {
     "worst5": "Worst 5%",
     "worst10": "Worst 10%",
     "best5": "Best 5%",
+    "acc_last5": "Acc. (mean of the last 5 evaluations)",
     "min": "Min",
     "max": "Max",
     "p10": "P10",
@@ -103,7 +104,10 @@ def aggregate(
         )
     trained = runs["status"] != "diverged"
     runs = runs.assign(**{m: pd.to_numeric(runs[m], errors="coerce").where(trained) for m in metrics})
-    for column, default in (("config.train.rounds", runs.get("rounds")), ("config.model.name", None)):
+    for column, default in (
+        ("config.train.rounds", runs.get("rounds")),
+        ("model", runs.get("config.model.name")),
+    ):
         if column not in runs:
             runs = runs.assign(**{column: default})
     if "pairing" not in runs:
@@ -115,7 +119,7 @@ def aggregate(
         stand_in=("stand_in", "first"),
         diverged=("status", lambda s: int((s == "diverged").sum())),
         rounds=("config.train.rounds", "max"),
-        model=("config.model.name", "first"),
+        model=("model", "first"),
     )
     rows = []
     for m in metrics:
@@ -211,8 +215,8 @@ def caption(
     """``title`` and what ran at ``profile`` on this machine: the profile's description (its rounds against
     the paper's, seeds, model, substituted or untuned settings; ``experiments.profiles``), the seeds where
     ``seeds`` replaces the profile's, the model, and the data set with its stand-in label and partition
-    (fixed across seeds, or redrawn for each). A table of several experiments names each one's. With one seed, "mean ± std over seeds" in ``title`` reads
-    "one seed, no spread"."""
+    (fixed across seeds, or redrawn for each). A table of several experiments names each one's. With one
+    seed, "mean ± std over seeds" in ``title`` reads "one seed, no spread"."""
     seeds = None if seeds is None else list(seeds)  # read once per experiment
     names = [experiment] if isinstance(experiment, str) else list(dict.fromkeys(experiment))
     if all(len(seeds if seeds is not None else get_profile(n, profile).seeds) == 1 for n in names):

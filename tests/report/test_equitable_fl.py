@@ -424,7 +424,10 @@ def test_ablation_claims_are_checked_at_the_papers_scale(tmp_path):
     (row,) = table.itertuples(index=False)
     assert row.claim.startswith("C13: E=2 has a lower CD than E=1") and row.kind == "paper"
     assert not row.primary and row.result == NOT_CHECKED_OFFLINE
-    assert row.rounds_share == pytest.approx(4 / 50) and row.model == "substituted (mlp for resnet18)"
+    assert (
+        row.rounds_share == pytest.approx(4 / 50)
+        and row.model == "substituted (mlp for resnet18(norm=batch))"
+    )
     assert row.data == "stand-in for CIFAR-100"
 
 
