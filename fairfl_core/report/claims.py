@@ -501,17 +501,17 @@ def page_verdicts(
     return out
 
 
-P_COLUMNS = ("p", "p_size", "p_holm", "p_size_holm")
+P_COLUMNS = ("p", "p_size", "p_holm", "p_size_holm", "rounds_share")  # written to 6 places
 PAGE_COLUMNS = ("p_holm", "p_size_holm", "verdict")  # what page_verdicts adds
 
 
 def save_claims(
     table: pd.DataFrame, out_dir: str | Path, name: str, caption: str | None = None, decimals: int = 2
 ) -> pd.DataFrame:
-    """Write the claims ``table`` as ``save_table`` does (numbers to ``decimals`` places, p-values to 6), then
-    decide the page: every claims table of ``out_dir`` (a CSV with ``claim`` and ``p`` columns) gets the
-    page's Holm-adjusted ``verdict`` (:func:`page_verdicts`), each rewritten with its caption. Returns the
-    table as written, with its verdicts."""
+    """Write the claims ``table`` as ``save_table`` does (numbers to ``decimals`` places, p-values and shares
+    of the paper's rounds to 6), then decide the page: every claims table of ``out_dir`` (a CSV with ``claim``
+    and ``p`` columns) gets the page's Holm-adjusted ``verdict`` (:func:`page_verdicts`), each rewritten with
+    its caption. Returns the table as written, with its verdicts."""
     out = Path(out_dir)
     numbers = table.select_dtypes("number").columns
     rounded = table.copy()

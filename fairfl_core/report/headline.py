@@ -182,10 +182,10 @@ def markdown(root: str | Path = PUBLISHED, link_prefix: str = "published/") -> s
         pages = ", ".join(
             f"[{p}]({link_prefix}{p.split('/')[0]}/README.md#{p.split('/')[1]})" for p in line.pages
         )
-        reduced = _split(line.reduced) + (f" ({line.shares})" if line.shares else "")
+        indicative = _split(line.reduced) + (f" ({line.shares})" if line.shares else "")
         share = 100 * line.conclusive / max(line.claims, 1)
         out.append(
-            f"| {line.paper} | {line.claims} | {_split(line.at_paper_scale)} | {reduced} | "
+            f"| {line.paper} | {line.claims} | {_split(line.at_paper_scale)} | {indicative} | "
             f"{line.not_decided} | {line.not_checked} | {_split(line.stand_in)} | {line.conclusive} "
             f"({share:.0f} %) | {pages} |"
         )

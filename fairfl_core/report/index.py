@@ -49,6 +49,7 @@ __all__ = [
     "claim_outcome",
     "notebook_folders",
     "page_meta",
+    "primary_digest",
     "runs_header",
     "superseded_note",
     "what_ran",
@@ -339,6 +340,38 @@ def page_meta(folder: Path) -> str:
     return f"_{ran}{where}{params}._ {runs_header(meta.get('runs'))}" + (f" {what}" if what else "")
 
 
+DIGEST_ROWS = 24  # primary claims a page lists before pointing to its claims tables
+
+
+def primary_digest(folder: Path) -> list[str]:
+    """One line per decided primary claim of a page's counted claims tables (the paper's abstract and
+    contributions): the claim, its verdict, the difference with its 95 % interval, the paper's size and the
+    test; at most :data:`DIGEST_ROWS`, then how many more."""
+    nb = NotebookFolder(folder)
+    lines = []
+    for csv, table in nb.claims.items():
+        if csv.name not in nb.counted or "primary" not in table.columns:
+            continue
+        rows = paper_claims(table)
+        rows = rows[
+            (rows["primary"].astype(str) == "True") & rows["verdict"].map(claim_outcome).isin(DECIDED)
+        ]
+        for r in rows.itertuples():
+            size = (
+                f"; the paper's size {float(r.paper_effect):+.2f}"
+                if r.paper_effect not in ("", "nan")
+                else ""
+            )
+            low, high, test = float(r.interval_low), float(r.interval_high), r.test.split(":")[0]
+            lines.append(
+                f"- {r.claim} ({r.dataset}): **{r.verdict}**; d = {float(r.difference):+.2f} (95 % interval "
+                f"{low:+.2f} to {high:+.2f}){size}; {test}"
+            )
+    if len(lines) > DIGEST_ROWS:
+        lines = [*lines[:DIGEST_ROWS], f"- … and {len(lines) - DIGEST_ROWS} more in the claims tables below"]
+    return lines
+
+
 def superseded_note(folder: Path, paper_readme: str) -> str:
     """For a ``quick`` page: which of its claims a ``paper`` page decides at the paper's scale, linked."""
     if folder.parent.name != "quick":
@@ -436,7 +469,7 @@ class NotebookFolder:
         self.paper_scale = _sum(claim_counts(t, at_paper_scale(t)) for t in tables) if tables else None
         self.indicative = _sum(claim_counts(t, ~at_paper_scale(t)) for t in tables) if tables else None
         self.shares = scale_range(tables)
-        self.analytic = Counter()
+        self.analytic: Counter[str] = Counter()
         for t in tables:
             self.analytic.update(analytic_counts(t))
 
@@ -538,7 +571,7 @@ class NotebookFolder:
 
 
 def _sum(counts) -> dict[str, int]:
-    total = Counter()
+    total: Counter[str] = Counter()
     for c in counts:
         total.update(c or {})
     return {o: total.get(o, 0) for o in OUTCOMES}

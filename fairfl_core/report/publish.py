@@ -35,6 +35,7 @@ from fairfl_core.report.index import (
     former_rule_note,
     notebook_folders,
     page_meta,
+    primary_digest,
     superseded_note,
     write_index,
 )
@@ -186,6 +187,12 @@ def markdown_index(dest: str | Path) -> str:
         note = superseded_note(folder, "../paper/README.md")
         lines += [note, ""] if note else []
         lines += [_headline(nb), ""]
+        digest = primary_digest(folder)
+        lines += (
+            ["The paper's primary claims (abstract, contributions), decided here:", "", *digest, ""]
+            if digest
+            else []
+        )
         for csv, table in nb.main.items():
             md = csv.with_suffix(".md")
             lines.append(f"### [{csv.stem}]({folder.name}/{md.name}) ([CSV]({folder.name}/{csv.name}))")

@@ -127,7 +127,7 @@ DIAGNOSTICS = (
 )
 
 
-def _same_picks(runs: pd.DataFrame, method: object, than: object) -> bool:
+def _same_picks(runs: pd.DataFrame, method: str, than: str) -> bool:
     """Whether the runs of ``method`` and ``than`` picked the same set of clients in every round of every
     common seed (False where either is not a run)."""
     methods = set(runs["method"])
@@ -223,7 +223,9 @@ def lambda_sweep(experiment: Experiment, runs: pd.DataFrame) -> pd.DataFrame:
         low, high = part.iloc[0], part.iloc[-1]
         falls, test = "n/a", ""
         if len(part) > 1:
-            outcome = seed_outcome("<", *(_seed_sample(runs, r["method"], "std") for r in (high, low)))
+            outcome = seed_outcome(
+                "<", _seed_sample(runs, high["method"], "std"), _seed_sample(runs, low["method"], "std")
+            )
             same = _same_picks(runs, high["method"], low["method"])
             falls, test = (IDENTICAL if same else outcome.result), outcome.test
         trend.append(

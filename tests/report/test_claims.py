@@ -393,3 +393,21 @@ def test_a_claims_caption_states_the_rule_and_smoke_decides_nothing():
     assert quick == f"FedEBA+ Table 1 claims (quick profile; {RULE})"
     assert f"{MIN_SEEDS} seeds a side" in RULE and "paired t" in RULE and "Holm" in RULE
     assert claims_caption("x", "smoke").endswith("; smoke checks the pipeline and decides no claim)")
+
+
+def test_save_claims_decides_the_page_and_keeps_each_caption(tmp_path, agg3):
+    from fairfl_core.report.claims import save_claims
+
+    accuracy = check_claims([Claim("more accurate", "global_acc", "FedProx", ">", "FedAvg")], agg3)
+    variance = check_claims([Claim("lower variance", "var", "FedProx", "<", "FedAvg")], agg3)
+    save_claims(accuracy, tmp_path, "claims_a", caption="A's claims")
+    written = save_claims(variance, tmp_path, "claims_b", caption="B's claims")
+    # the page's family: the accuracy claim (p 0, exact per-seed differences) and the variance claim (p of a
+    # paired t(2) on −375, −150, −243.75): Holm multiplies the larger by 1, the smaller by 2
+    p_var = float(variance["p"].iloc[0])
+    assert written["p_holm"].iloc[0] == pytest.approx(round(p_var, 6))
+    a = pd.read_csv(tmp_path / "claims_a.csv")
+    assert a["p_holm"].iloc[0] == 0.0 and a["verdict"].iloc[0] == "holds"
+    assert list(a.columns[list(a.columns).index("result") + 1 :][:3]) == ["p_holm", "p_size_holm", "verdict"]
+    assert (tmp_path / "claims_a.md").read_text().startswith("A's claims\n\n|")  # the caption kept
+    assert (tmp_path / "claims_b.md").read_text().startswith("B's claims\n\n|")

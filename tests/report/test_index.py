@@ -227,3 +227,29 @@ def test_claims_decided_by_the_former_rule_are_shown_and_never_counted(tmp_path)
     assert page.counts is None and page.former_rule == ["claims.csv"]
     assert "so not counted here" in page.headline()
     assert "no claims counted (former rule)" in page.summary_row()
+
+
+def test_a_page_digests_its_decided_primary_claims(tmp_path):
+    from fairfl_core.report.index import primary_digest
+
+    nb = tmp_path / "paper"
+    nb.mkdir()
+    verdicts = ["holds", "smaller than the paper's", "holds", "not decided"]
+    _decided(
+        4,
+        primary=[True, True, False, True],
+        dataset="fmnist",
+        result=verdicts,
+        verdict=verdicts,
+        difference=[-42.7, 0.5, 1.0, 2.0],
+        interval_low=[-83.1, 0.1, 0.2, float("nan")],
+        interval_high=[-2.3, 0.9, 1.8, float("nan")],
+        paper_effect=[-19.03, 1.01, float("nan"), float("nan")],
+        test=["paired t(4): each seed's runs share …", "Welch t(6.1): seed summaries only", "x", ""],
+    ).to_csv(nb / "claims.csv", index=False)
+    assert primary_digest(nb) == [
+        "- claim 0 (fmnist): **holds**; d = -42.70 (95 % interval -83.10 to -2.30); the paper's size -19.03; "
+        "paired t(4)",
+        "- claim 1 (fmnist): **smaller than the paper's**; d = +0.50 (95 % interval +0.10 to +0.90); the "
+        "paper's size +1.01; Welch t(6.1)",
+    ]  # the non-primary and the undecided claims are not digested
