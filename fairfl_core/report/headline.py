@@ -162,7 +162,7 @@ def _stand_in(claims: pd.DataFrame) -> Counter:
 
 
 def _split(counts: Counter) -> str:
-    total = sum(counts.values())
+    total = sum(counts[o] for o in DECIDED)
     if not total:
         return "0"
     parts = ", ".join(f"{counts[o]} {SHORT.get(o, o)}" for o in DECIDED if counts[o])
