@@ -22,8 +22,12 @@ the page's headline counts that ``verdict``.
 
 **Kinds.** ``paper`` (a quoted sentence of the paper), ``observation`` (the package's, never counted), and
 ``analytic`` (decided on computed numbers: a formula evaluated, a property by construction; listed apart).
-A paper claim on a dataset not available offline is **not checked (no offline data)** and stays in the
-count; its stand-in's direction is the row's ``stand_in_result``.
+
+**Stand-ins.** On a labelled stand-in a paper claim is decided on direction only (never against the paper's
+size) and its row says so (``data``: stand-in for ...), so it is never a verdict at the paper's scale. Where
+the stand-in's data is another column's of the paper (``offline``: the CIFAR-10 column run on the
+Fashion-MNIST column's data), it adds no evidence of its own: its paper claims are **not checked (no offline
+data)** and stay in the count, the stand-in's direction in ``stand_in_result``.
 
 **Scale.** Each row says the share of the paper's rounds its runs trained, the model (the paper's or a
 substitute) and the data (real or a stand-in) (:class:`Scale`).
@@ -314,7 +318,12 @@ def scale_columns(rows: list[pd.Series], scale: Scale | None) -> dict[str, objec
 
 
 def _check_one(
-    claim: Claim, agg: pd.DataFrame, paper: pd.DataFrame | None, dataset: str, scale: Scale | None
+    claim: Claim,
+    agg: pd.DataFrame,
+    paper: pd.DataFrame | None,
+    dataset: str,
+    scale: Scale | None,
+    offline: bool,
 ) -> dict:
     left = _sample_of(agg, dataset, claim.method, claim.metric)
     right: tuple[Sample, pd.Series] | None
@@ -366,7 +375,7 @@ def _check_one(
             claim.op, left[0], right[0], claim.tolerance, effect=None if relative else size, anchor=anchor
         )
     result, stand_in_result = verdict.result, ""
-    if on_stand_in and kind == "paper":
+    if offline and kind == "paper":
         result, stand_in_result = NOT_CHECKED_OFFLINE, verdict.result
     in_paper = paper_verdict(claim, p_left, p_right, in_paper_size)
     reference = right[0].mean if right is not None else None
@@ -415,10 +424,12 @@ def check_claims(
     agg: pd.DataFrame,
     paper: pd.DataFrame | None = None,
     scale: Scale | None = None,
+    offline: bool = False,
 ) -> pd.DataFrame:
     """Decide ``claims`` on ``agg`` (the long table of :func:`fairfl_core.report.tables.aggregate`, which
     must hold each claim's metric) and, where given, on ``paper`` (from ``experiment_paper_values``), at the
-    paper's ``scale``. One row per claim and dataset (module docstring; columns in order): ``kind``,
+    paper's ``scale``; ``offline``: the runs are a stand-in on another column's data, so the paper's claims
+    are not checked here (module docstring). One row per claim and dataset (columns in order): ``kind``,
     ``primary``, the claim, both sides (mean, std, seeds), the difference with its SE, df and 95 % interval,
     ``test`` (paired or Welch, and why), ``p``, the paper's size ``paper_effect`` (``size_source``: stated,
     printed numbers, or direction only on a stand-in) and ``p_size``, ``result`` (the class at 95 %; missing:
@@ -439,7 +450,7 @@ def check_claims(
                 f"claim {claim.text!r}: dataset {unknown[0]!r} not in the results; "
                 f"datasets: {sorted(set(agg['dataset']))}"
             )
-        rows += [_check_one(claim, agg, paper, d, scale) for d in datasets]
+        rows += [_check_one(claim, agg, paper, d, scale, offline) for d in datasets]
     return pd.DataFrame(rows)
 
 

@@ -15,8 +15,9 @@ claim that another table already checks on the same setting:
   improvement against the fairest baseline (``relative_effect``), "4%" accuracy on CIFAR-10 (``effect``);
   equivalences ("almost no loss", "steady", "robust") state their margin and its source;
 * each paper claim once per page: Table 3's θ = 0° and Table 16's α = 0.9, τ = 0.1 rows are Table 1's
-  FedEBA+ setting, Table 16's α = 0 row is Table 15's ①; on a stand-in (the CIFAR-10 column) the paper's
-  claims stay the paper's, "not checked (no offline data)" with the stand-in's direction beside them;
+  FedEBA+ setting, Table 16's α = 0 row is Table 15's ①; the CIFAR-10 column's stand-in runs on the
+  Fashion-MNIST column's data, so there the paper's claims stay the paper's, "not checked (no offline data)",
+  the stand-in's direction beside them (Fig. 14's Dirichlet split, data of its own, is decided on direction);
 * "Ditto (λ=0.5)" of Table 1 reports the global model of a Ditto run, whose numbers are FedAvg's: no claim
   compares with it;
 * confounds: every FedEBA+ run uses ``fair_grad_units="update"``, a local step of η(1 − α) + αη² (0.019 at

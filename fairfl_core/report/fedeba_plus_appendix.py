@@ -3,8 +3,9 @@ and of Tables 17–19 on the Table 1 runs, whose metrics (FAA, C_v's improvement
 printed numbers are FedEBA+'s (``paper_results/fedeba_plus.csv``).
 
 Each claim's source is the paper's sentence, quoted after its table ("Table 9, App. M.1: ..."), or the
-package's observation (a comparison the paper does not state); on a stand-in (the CIFAR-10 columns) the
-paper's claims stay the paper's, "not checked (no offline data)" with the stand-in's direction beside them.
+package's observation (a comparison the paper does not state); the CIFAR-10 columns' stand-ins run on the
+Fashion-MNIST columns' data, so there the paper's claims stay the paper's, "not checked (no offline data)",
+the stand-in's direction beside them.
 A Ditto row's global accuracy is its global model's, trained exactly as FedAvg's (``algorithms/ditto.py``):
 FedAvg's claim decides it, so no claim compares it. Every FedEBA+ run is in update units, a smaller local
 step than the baselines' (named in each claim's text; Tables 9–13 have no matched-step control, and the

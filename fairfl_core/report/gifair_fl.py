@@ -46,7 +46,6 @@ from fairfl_core.report import stats
 from fairfl_core.report.bundle import Paper, paper_scale, register_paper
 from fairfl_core.report.claims import (
     MIN_SEEDS,
-    NOT_CHECKED_OFFLINE,
     NOT_DECIDED,
     OBSERVATION,
     STAND_IN_EFFECT,
@@ -538,8 +537,8 @@ def check_table(
 ) -> pd.DataFrame:
     """The claims of one table (:func:`checklist_claims`) checked by
     :func:`~fairfl_core.report.claims.check_claims` on ``agg`` and ``paper`` at the paper's scale
-    (``bundle.paper_scale``). On a stand-in data set (the FEMNIST settings on Fashion-MNIST) a paper claim is
-    not checked (no offline data); the stand-in's direction is its ``stand_in_result``."""
+    (``bundle.paper_scale``). On a stand-in data set (the FEMNIST settings on Fashion-MNIST) a claim is
+    decided on direction only (its ``data`` says so)."""
     return check_claims(checklist_claims(experiment, runs), agg, paper, scale=paper_scale(experiment))
 
 
@@ -793,7 +792,7 @@ def lambda_checks(runs: pd.DataFrame, labels: tuple[str, ...], figure: str) -> p
     paired t where a seed's runs share partition, initial model, client sampling and minibatch streams (every
     λ of one seed does), else Welch's t. Each row carries the runs' share of the paper's rounds, model and
     data (:func:`_sweep_scale`) and its ``evidence`` (a key of the per-seed values compared). On a stand-in a
-    paper claim is not checked (no offline data); the stand-in's class is its ``stand_in_result``."""
+    claim is decided on direction only (its ``data`` says so)."""
     from scipy.stats import spearmanr
 
     trend_source, plateau_source = LAMBDA_SOURCES[figure]
@@ -818,12 +817,9 @@ def lambda_checks(runs: pd.DataFrame, labels: tuple[str, ...], figure: str) -> p
 
     def row(text: str, metric: str, source: str, **cells: object) -> dict[str, object]:
         kind = "observation" if source.startswith(OBSERVATION) else "paper"
-        result, stand_in_result = cells.pop("result"), ""
-        if stand_in and kind == "paper":
-            result, stand_in_result = NOT_CHECKED_OFFLINE, result
         base = {"kind": kind, "primary": False, "claim": text, "metric": metric, "paper_effect": math.nan}
-        base |= {"size_source": STAND_IN_EFFECT if stand_in else "", "result": result}
-        return base | cells | {"stand_in_result": stand_in_result, **scale, "source": source}
+        base |= {"size_source": STAND_IN_EFFECT if stand_in else "", "result": cells.pop("result")}
+        return base | cells | {"stand_in_result": "", **scale, "source": source}
 
     def compare(text: str, metric: str, op: str, lam: float, than: float, source: str, margin: float = 0.0):
         a, b = sample(lam, metric), sample(than, metric)

@@ -19,9 +19,10 @@ other reading that ran they are the package's observations. Where Table II's sma
 (:func:`is_divfl`) and its largest λ runs are Table I's SubTrunc runs, Table II's claims compare Table I's
 runs again and are observations that name the Table I row deciding both sentences. A claim comparing two
 runs that selected the same clients in every round of every seed is marked (:func:`mark_identical_selections`)
-and no headline counts it. On the Fashion-MNIST stand-ins (no MNIST or CIFAR-10 offline) the paper's claims
-are "not checked (no offline data)", their direction on the stand-in in ``stand_in_result``
-(``report.claims.check_claims``).
+and no headline counts it. On the Fashion-MNIST stand-ins (no MNIST or CIFAR-10 offline) the MNIST column's
+claims are decided on direction only (indicative); the CIFAR-10 column runs on the same data, so its paper
+claims are "not checked (no offline data)", their direction in ``stand_in_result``
+(``report.bundle.Paper.shares_data``).
 """
 
 from __future__ import annotations
@@ -519,8 +520,8 @@ def claims_table(
     paper: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Every claim of experiment ``name`` (:meth:`Paper.check <fairfl_core.report.bundle.Paper.check>`: where
-    it did not run, ``not run at this profile`` with the paper's own verdict; on a stand-in, the paper's
-    claims "not checked (no offline data)" with the stand-in's direction in ``stand_in_result``), with
+    it did not run, ``not run at this profile`` with the paper's own verdict; on a stand-in on another
+    column's data, "not checked (no offline data)" with the direction in ``stand_in_result``), with
     :func:`mark_identical_selections`. ``agg`` must hold :data:`CLAIM_METRICS`."""
     table = BUNDLE.check(name, runs, agg, paper)
     table = (

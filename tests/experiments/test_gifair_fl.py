@@ -93,7 +93,9 @@ def test_targets_table_on_hand_numbers():
     assert t.loc[c1, "change"] == "-30%" and t.loc[c1, "change paper"] == "-74%"
     assert t.loc[c2, "change"] == "-0.50" and t.loc[c2, "change paper"] == "+8.70"
     assert t["source"].str.startswith('Abstract: "Compared to existing algorithms').all()  # primary claims
-    assert t["source"].str.contains('§5.3 (Tables 2, 3, 5): "As shown in Tables 2, 3 and 5', regex=False).all()
+    assert (
+        t["source"].str.contains('§5.3 (Tables 2, 3, 5): "As shown in Tables 2, 3 and 5', regex=False).all()
+    )
 
 
 @pytest.mark.parametrize(

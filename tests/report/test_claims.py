@@ -278,8 +278,13 @@ def test_a_stand_in_run_never_takes_the_real_datasets_paper_number(tmp_path):
     # keyed by the real run's label must not be used
     agg = aggregate(load_runs(tmp_path, two_method_results(tmp_path, stand_in="CIFAR-10")), metrics=["var"])
     row = _one(Claim("matches paper", "var", "FedAvg", "≈", PAPER, tolerance=1), agg, PAPER_VALUES)
-    assert row["dataset"] == "fashion_mnist (stand-in for CIFAR-10)" and row["stand_in_result"] == "missing"
-    assert row["result"] == "not checked (no offline data)" and pd.isna(row["reference"])
+    assert row["dataset"] == "fashion_mnist (stand-in for CIFAR-10)" and row["result"] == "missing"
+    assert pd.isna(row["reference"]) and row["data"] == "stand-in for CIFAR-10"
+    # a stand-in on another column's data adds no evidence: the paper's claims are not checked there
+    offline = check_claims([Claim("lower", "var", "FedProx", "<", "FedAvg")], agg, offline=True).iloc[0]
+    assert (
+        offline["result"] == "not checked (no offline data)" and offline["stand_in_result"] == "not decided"
+    )
 
 
 def test_the_interval_of_the_difference_by_hand():

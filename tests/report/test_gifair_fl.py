@@ -15,7 +15,7 @@ from fairfl_core import report
 from fairfl_core.experiments.profiles import get_experiment
 from fairfl_core.report import gifair_fl as G
 from fairfl_core.report.bundle import NOT_RUN
-from fairfl_core.report.claims import NOT_CHECKED_OFFLINE, NOT_DECIDED, OBSERVATION, STAND_IN_EFFECT
+from fairfl_core.report.claims import NOT_DECIDED, OBSERVATION, STAND_IN_EFFECT
 
 BUNDLE = report.get_paper("gifair_fl")
 INDIVIDUAL = ["gifair_table2_femnist_skewed", "gifair_table3_femnist_original", "gifair_table5_shakespeare"]
@@ -192,7 +192,7 @@ def test_the_claims_read_the_papers_own_tables_as_printed():
     ).tolist() == [True]
 
 
-def test_on_a_stand_in_the_papers_claims_are_not_checked_and_keep_the_stand_ins_direction():
+def test_on_a_stand_in_the_papers_claims_are_decided_on_direction_only():
     table2 = "gifair_table2_femnist_skewed"
     runs = _runs(table2).assign(data="fashion_mnist", stand_in="FEMNIST-skewed")
     runs["dataset"] = "fashion_mnist (stand-in for FEMNIST-skewed)"
@@ -200,14 +200,14 @@ def test_on_a_stand_in_the_papers_claims_are_not_checked_and_keep_the_stand_ins_
     agg = report.aggregate(runs, metrics=["mean", "std"])
     checked = G.check_table(exp, runs, agg, report.experiment_paper_values(exp, runs)).set_index("claim")
     paper = checked[checked["kind"] == "paper"]
-    assert len(paper) == 17 and (paper["result"] == NOT_CHECKED_OFFLINE).all()  # they stay in the count
+    assert len(paper) == 17 and (paper["stand_in_result"] == "").all()  # decided, indicative
     assert (checked["size_source"] == STAND_IN_EFFECT).all() and checked["paper_effect"].isna().all()
     assert set(checked["data"]) == {"stand-in for FEMNIST-skewed"}
     # C1 on the stand-in: Global's √Var(a) 15 + s against FedAvg's 20 + s, −5 on every seed (paired, SE 0);
     # on the paper's printed numbers: 5.7 against 22.3
     c1 = checked.loc["C1 GIFAIR-FL-Global's √Var(a) is below FedAvg's"]
     assert c1["difference"] == pytest.approx(-5.0) and c1["test"].startswith("paired")
-    assert c1["stand_in_result"] == "holds" and c1["holds_in_paper"] == "holds"
+    assert c1["result"] == "holds" and c1["holds_in_paper"] == "holds"
     # the package's observations keep their class: Ditto's mean 74 + s above FedAvg's 70 + s, the fair
     # baselines' √Var(a) 19, 18, 17 (+ s) below FedAvg's 20 + s
     observed = checked[checked["kind"] == "observation"]
@@ -339,16 +339,14 @@ def test_lambda_sweeps_pair_the_runs_of_a_seed():
     assert table["evidence"].nunique() == 4 and not table["primary"].any()
 
 
-def test_lambda_claims_are_not_decided_on_one_seed_and_not_checked_on_a_stand_in():
+def test_lambda_claims_are_not_decided_on_one_seed_and_on_direction_only_on_a_stand_in():
     one = _lambda_checks(seeds=1)
     assert (one["result"] == NOT_DECIDED).all() and one["p"].isna().all()
     assert one["test"].iloc[0].startswith(f"{NOT_DECIDED} (1 seed per λ); Spearman")
     stand_in = G.lambda_checks(_sweep(stand_in="FEMNIST-3-groups"), ("A", "B"), "Figure 5")
     paper = stand_in[stand_in["kind"] == "paper"]
     assert paper["claim"].tolist() == ["C11 discrepancy decreases with λ (Spearman ρ < 0)"]
-    assert paper["result"].tolist() == [NOT_CHECKED_OFFLINE] and paper["stand_in_result"].tolist() == [
-        "holds"
-    ]
+    assert paper["result"].tolist() == ["holds"] and paper["size_source"].tolist() == [STAND_IN_EFFECT]
     observed = stand_in[stand_in["kind"] == "observation"]
     assert observed["result"].tolist() == ["holds", "holds", "fails"]
     assert set(stand_in["data"]) == {"stand-in for FEMNIST-3-groups"}
