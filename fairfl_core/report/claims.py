@@ -153,8 +153,9 @@ class Claim:
 
 @dataclass(frozen=True)
 class Outcome:
-    """A claim decided on two samples: ``result`` (class or not decided), the difference's ``estimate``,
-    its two p-values, the interval, the paper's ``size`` (None: none) and :func:`stats.seeds_to_decide`."""
+    """A claim decided on two samples: ``result`` (a class of :mod:`~fairfl_core.report.stats`, or not
+    decided), the ``difference`` with its ``se``, ``df``, ``test`` and 95 % interval (``low``, ``high``), the
+    two p-values, the paper's ``size`` (None: none) and :func:`stats.seeds_to_decide` where undetermined."""
 
     result: str
     difference: float
@@ -167,10 +168,6 @@ class Outcome:
     high: float = math.nan
     size: float | None = None
     seeds_to_decide: int | None = None
-
-    @property
-    def basis(self) -> str:  # the former name of ``test``
-        return self.test
 
 
 SideLike = Sample | tuple[float, float, float] | float
