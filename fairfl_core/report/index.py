@@ -37,7 +37,7 @@ from pathlib import Path
 import pandas as pd
 
 from fairfl_core.experiments.archive import ARCHIVES
-from fairfl_core.report.claims import OBSERVATION
+from fairfl_core.report.claims import OBSERVATION, RULE
 
 __all__ = [
     "OPEN_ROWS",
@@ -602,7 +602,8 @@ def write_index(reports_dir: str | Path) -> Path:
         f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{title}</title>"
         f"<style>{_STYLE}</style></head><body><h1>{title}</h1>"
         f"<p>Claims per notebook: each paper statement checked on the reproduced runs; tables give the "
-        f"paper's number beside the reproduced mean ± std over seeds.</p>{summary}\n{body}\n</body></html>\n"
+        f"paper's number beside the reproduced mean ± std over seeds.</p><p class='links'>The rule "
+        f"(report.claims.RULE): {html.escape(RULE)}.</p>{summary}\n{body}\n</body></html>\n"
     )
     out = root / "index.html"
     out.write_text(page)

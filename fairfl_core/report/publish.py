@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from fairfl_core.experiments import archive
+from fairfl_core.report.claims import RULE
 from fairfl_core.report.index import (
     OPEN_ROWS,
     OUTCOMES,
@@ -176,6 +177,8 @@ def markdown_index(dest: str | Path) -> str:
         "tables give the paper's number beside the reproduced mean ± std over seeds; rows on a stand-in "
         "dataset say so in their `stand-in` column and compare with the paper on the direction and size "
         "of an effect, not on the raw number. `index.html` is the same page for a browser.",
+        "",
+        f"Claims are decided under one rule (`report.claims.RULE`): {RULE}.",
         "",
     ]
     folders = notebook_folders(root)
