@@ -18,7 +18,8 @@
 #              and pack the runs each notebook loaded into published/<profile>/runs/<notebook>.tar.xz (commit
 #              them); reports left in reports/<profile>/ by earlier calls are not republished
 #   --from-archive  unpack published/<profile>/runs/*.tar.xz (and the campaign chunks runs/chunks/*.tar.xz)
-#              into results/<profile>/ and build the pages
+#              into results/<profile>/ and rebuild each page with the --set parameters it was published with
+#              (its published/<profile>/<name>/status.json), unless --set is given and build the pages
 #              from them without computing anything; a notebook that lacks runs fails, naming them
 #   --no-setup skip scripts/setup.sh (the environment and data are already prepared, e.g. in CI)
 #
@@ -86,12 +87,20 @@ for notebook in notebooks/*.ipynb; do
     continue
   fi
   out="$reports/$name"
+  nb_params=("${params[@]}") nb_sets=("${sets[@]}")
+  if [ "$from_archive" = 1 ] && [ ${#sets[@]} -eq 0 ] && [ -f "published/$profile/$name/status.json" ]; then
+    # rebuild the page with the parameters it was published with (its status.json)
+    while IFS= read -r set; do
+      [ -n "$set" ] && nb_params+=(-y "${set%%=*}: ${set#*=}") && nb_sets+=("$set")
+    done < <(.venv/bin/python -c 'import sys; from fairfl_core.report.publish import page_sets
+print(*page_sets(sys.argv[1]), sep="\n")' "published/$profile/$name")
+  fi
   mkdir -p "$out"
   rm -f "$out/status.json" "$out/runs.jsonl"
   echo "reproduce.sh: [$profile] $file -> $out/"
   start=$(date +%s)
   if FAIRFL_RUN_LEDGER="$PWD/$out/runs.jsonl" .venv/bin/papermill "$notebook" "$out/$file.ipynb" --cwd notebooks -k python3 \
-      -p profile "$profile" -p results_dir "../results/$profile" -p output_dir "../$out" -p device "$device" "${pool[@]}" "${params[@]}" \
+      -p profile "$profile" -p results_dir "../results/$profile" -p output_dir "../$out" -p device "$device" "${pool[@]}" "${nb_params[@]}" \
       >"$out/papermill.log" 2>&1; then
     status=ok
   else
@@ -105,9 +114,10 @@ for notebook in notebooks/*.ipynb; do
     .venv/bin/jupyter nbconvert --to html --log-level ERROR "$out/$file.ipynb" --output-dir "$out" \
       || echo "reproduce.sh: could not convert $out/$file.ipynb to HTML" >&2
   fi
-  set_json=$(printf '%s' "${sets[*]-}" | sed 's/\\/\\\\/g; s/"/\\"/g')
-  printf '{"status": "%s", "seconds": %d, "profile": "%s", "commit": "%s", "set": "%s"}\n' \
-    "$status" "$seconds" "$profile" "$commit" "$set_json" >"$out/status.json"
+  set_json=$(printf '%s' "${nb_sets[*]-}" | sed 's/\\/\\\\/g; s/"/\\"/g')
+  sets_json=$(.venv/bin/python -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "${nb_sets[@]}")
+  printf '{"status": "%s", "seconds": %d, "profile": "%s", "commit": "%s", "set": "%s", "sets": %s}\n' \
+    "$status" "$seconds" "$profile" "$commit" "$set_json" "$sets_json" >"$out/status.json"
   echo "reproduce.sh: $file $status in ${seconds}s"
   ran+=("$name")
 done

@@ -10,9 +10,10 @@ SHA-256 of every number the run stored (evaluations, selections, diagnostics; no
 The goldens run in a subprocess whose kernels are pinned so that their bits are the same on every x86-64 CPU
 (:data:`PINNED`): one thread, ATen's portable kernels (``ATEN_CPU_CAPABILITY=default``), MKL's conditional
 numerical reproducibility in strict mode (``MKL_CBWR=COMPATIBLE,STRICT``: Intel's guarantee of one result on
-every x86 processor) and oneDNN at SSE4.1. A fingerprint that changes therefore means the code changed.
-:data:`PROBE` checks that claim on each machine: a fixed computation through the same kernels (matrix
-products, a convolution, log-softmax, exp/tanh/sigmoid) whose fingerprint is recorded too; where it differs,
+every x86 processor), oneDNN at SSE4.1 and numpy's OpenBLAS at its Haswell kernels. A fingerprint that
+changes therefore means the code changed. :func:`probe` checks that claim on each machine: a fixed computation
+through the same kernels (torch's and numpy's matrix products, a convolution, log-softmax, exp/tanh/sigmoid, a
+linear solve) whose fingerprint is recorded too; where it differs,
 the machine does not compute as the one that recorded the goldens, and the goldens are compared by their last
 evaluations at the rounding bound of ``tests/rounding.py`` instead of bit for bit (said in the test's output).
 
@@ -33,6 +34,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN_FILE = Path(__file__).with_name("golden.json")
 PINNED = {
@@ -42,6 +45,10 @@ PINNED = {
     "MKL_CBWR": "COMPATIBLE,STRICT",
     "ONEDNN_MAX_CPU_ISA": "SSE41",
     "DNNL_MAX_CPU_ISA": "SSE41",
+    # numpy's OpenBLAS is built for every CPU and picks its kernels at run time (a Zen 4 takes the AVX-512
+    # ones): FedMGDA+'s and GIFAIR-FL's numpy products rounded otherwise there; Haswell's kernels run on every
+    # x86-64 CPU with AVX2
+    "OPENBLAS_CORETYPE": "Haswell",
 }
 ROUNDS = 2
 
@@ -174,6 +181,8 @@ def probe() -> str:
     x = torch.randn(3, 1, 28, 28, generator=g, dtype=torch.float64)
     k = torch.randn(6, 1, 5, 5, generator=g, dtype=torch.float64)
     parts = [
+        a.numpy() @ b.numpy(),  # numpy's OpenBLAS (the algorithms' own numpy arithmetic)
+        np.linalg.solve(a[:19, :19].numpy() @ a[:19, :19].numpy().T + np.eye(19), b[:19].numpy()),
         a @ b,
         torch.bmm(a[None].expand(2, -1, -1), b[None].expand(2, -1, -1)),
         torch.nn.functional.conv2d(x, k),
@@ -183,7 +192,7 @@ def probe() -> str:
     ]
     h = hashlib.sha256()
     for t in parts:
-        h.update(t.contiguous().numpy().tobytes())
+        h.update(np.ascontiguousarray(t).tobytes())
     return h.hexdigest()
 
 

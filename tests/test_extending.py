@@ -55,7 +55,8 @@ def test_a_sixth_paper_is_a_bundle_and_a_notebook_that_runs_at_smoke(toy_paper, 
     claims = namespace["claims"]
     assert claims["claim"].tolist() == ["FedProx stays within 5 points of FedAvg"]
     assert claims["result"].iloc[0] == "not decided"  # smoke runs one seed: no verdict
-    assert claims["kind"].iloc[0] == "paper" and claims["basis"].iloc[0] == "not decided (1 seed)"
+    assert claims["kind"].iloc[0] == "paper" and claims["test"].iloc[0] == "not decided (1 seed)"
+    assert claims["verdict"].iloc[0] == "not decided"  # the page's verdict, written by save_claims
     assert (tmp_path / "reports" / "toy_fedprox.csv").is_file() and (
         tmp_path / "reports" / "claims.csv"
     ).is_file()

@@ -10,7 +10,7 @@ Typical use in a notebook::
 """
 
 from fairfl_core.report.bundle import PAPERS, Paper, get_paper, paper_rows, register_paper
-from fairfl_core.report.claims import PAPER, Claim, check_claims, claims_caption, exact_results
+from fairfl_core.report.claims import PAPER, Claim, check_claims, claims_caption, exact_results, save_claims
 from fairfl_core.report.figures import (
     plot_accuracy_vs_fairness,
     plot_client_accuracy,
@@ -68,6 +68,7 @@ __all__ = [
     "plot_sweep",
     "register_paper",
     "results_table",
+    "save_claims",
     "save_figure",
     "save_table",
     "select_a9",

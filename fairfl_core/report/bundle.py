@@ -12,7 +12,10 @@ Each paper's report module (``report/<name>.py``) registers its bundle once; a n
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib
+import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,9 +23,25 @@ from pathlib import Path
 
 import pandas as pd
 
-from fairfl_core.experiments.profiles import PROFILES, Experiment, get_experiment
-from fairfl_core.report.claims import PAPER, Claim, check_claims, seed_outcome
+from fairfl_core.experiments.config import apply_overrides
+from fairfl_core.experiments.profiles import (
+    EXPERIMENTS,
+    PROFILES,
+    Experiment,
+    experiment_configs,
+    get_experiment,
+)
+from fairfl_core.report.claims import (
+    NOT_CHECKED_OFFLINE,
+    PAPER,
+    Claim,
+    Scale,
+    check_claims,
+    op_text,
+    paper_verdict,
+)
 from fairfl_core.report.paper import load_paper_results, printed
+from fairfl_core.report.results import model_spec
 
 __all__ = [
     "NOT_RUN",
@@ -33,6 +52,7 @@ __all__ = [
     "get_paper",
     "paper_dataset",
     "paper_rows",
+    "paper_scale",
     "register_paper",
 ]
 
@@ -54,6 +74,42 @@ def paper_dataset(experiment: Experiment) -> str:
     if experiment.paper and experiment.paper.column:
         return experiment.paper.column
     return experiment.paper.datasets.get(data, data) if experiment.paper else data
+
+
+@functools.cache
+def _data_of(experiment: str) -> tuple[str, bool, str]:
+    """(the paper dataset its runs stand for, whether they run on a stand-in, their data section without the
+    stand-in's label) of ``experiment`` at the paper profile on this machine."""
+    section = dataclasses.asdict(experiment_configs(experiment, "paper")[0].data)
+    stand_in = section.pop("stand_in")
+    label = stand_in or paper_dataset(get_experiment(experiment))
+    return label, bool(stand_in), json.dumps(section, sort_keys=True, default=str)
+
+
+def _shared_data(paper: str, name: str) -> str | None:
+    """:meth:`Paper.shares_data` among the experiments that print into ``paper``'s numbers: one for another
+    dataset, real or a stand-in registered before ``name``, with the same data section."""
+    label, stand_in, section = _data_of(name)
+    if not stand_in:
+        return None
+    order = list(EXPERIMENTS)
+    for other in order:
+        experiment = EXPERIMENTS[other]
+        if other == name or not experiment.paper or experiment.paper.paper != paper:
+            continue
+        other_label, other_stand_in, other_section = _data_of(other)
+        first = not other_stand_in or order.index(other) < order.index(name)
+        if other_section == section and other_label != label and first:
+            return other
+    return None
+
+
+def paper_scale(experiment: Experiment) -> Scale:
+    """The paper's scale of ``experiment``: its paper profile's rounds and model on the paper's own data
+    (the profile as registered, not its stand-in)."""
+    paper = experiment.profiles["paper"]
+    config = apply_overrides(experiment.base_config(), list(paper.overrides))
+    return Scale(paper.rounds, model_spec(config["model"]))
 
 
 def paper_rows(experiment: Experiment) -> dict[str, str]:
@@ -118,7 +174,8 @@ class Paper:
             {c.method} | ({c.than} if isinstance(c.than, str) and c.than != PAPER else set()) for c in claims
         ]
         checked = [c for c, n in zip(claims, named, strict=True) if n <= ran]
-        rows = [check_claims(checked, agg, paper)] if checked and agg is not None else []
+        scale, offline = paper_scale(experiment), bool(self.shares_data(name))
+        rows = [check_claims(checked, agg, paper, scale, offline)] if checked and agg is not None else []
         rows += [
             pd.DataFrame([self._not_run(experiment, c) for c in claims if c not in checked])
             if len(checked) < len(claims)
@@ -129,6 +186,12 @@ class Paper:
             return pd.DataFrame(columns=["experiment", "kind", "claim", "dataset", "result", "source"])
         table = pd.concat(parts, ignore_index=True)
         return table.assign(experiment=name)[["experiment", *table.columns]]
+
+    def shares_data(self, name: str) -> str | None:
+        """The experiment of another of the paper's dataset columns whose data ``name``'s stand-in runs on
+        (at the paper profile on this machine: the same data section but for the stand-in's label), or None:
+        such a stand-in adds no evidence of its own (CIFAR-10's column on the Fashion-MNIST column's data)."""
+        return _shared_data(self.printed_in or self.name, name)
 
     def _not_run(self, experiment: Experiment, claim: Claim) -> dict:
         """The row of a claim whose runs are absent: only the verdict on the paper's printed numbers, read in
@@ -145,22 +208,23 @@ class Paper:
 
         left = cell(claim.method)
         right = float(claim.than) if not isinstance(claim.than, str) else cell(claim.than)
-        verdict = (
-            "n/a" if left is None or right is None else seed_outcome(claim.op, left, right, claim.tolerance)
-        )
-        effect = claim.effect
-        if effect is None and left is not None and right is not None:
-            effect = left - right
+        size = claim.effect  # the size the sentence states, relative to other rows where it says so
+        if claim.relative_effect is not None:
+            anchor = cell(claim.relative_effect[0])
+            size = None if right is None or anchor is None else claim.relative_effect[1] * (right - anchor)
+        effect = size if size is not None else None if left is None or right is None else left - right
         return {
             "kind": claim.kind,
+            "primary": claim.primary,
             "claim": claim.text,
             "dataset": dataset,
             "metric": claim.metric,
             "method": claim.method,
             "than": claim.than,
-            "op": claim.op + (f" (±{claim.tolerance:g})" if claim.op == "≈" else ""),
-            "result": NOT_RUN,
-            "holds_in_paper": verdict if isinstance(verdict, str) else verdict.result,
+            "op": op_text(claim),
+            "margin": claim.tolerance,
+            "result": NOT_CHECKED_OFFLINE if self.unavailable(experiment.name) else NOT_RUN,
+            "holds_in_paper": paper_verdict(claim, left, right, size),
             "paper_effect": math.nan if effect is None else effect,
             "source": claim.source,
         }

@@ -1,64 +1,96 @@
-"""Claims checklist: a paper's statements as predicates evaluated on the reproduced results.
+"""Claims checklist: a paper's statements as predicates decided on the reproduced runs.
 
 A :class:`Claim` compares one method's mean (over seeds) of a summary metric with another method's, a
-number, or the paper's printed value (``than=PAPER``). :func:`check_claims` shows, per claim and dataset,
-both numbers, their difference, its standard error and the outcome, and whether the claim also holds in the
-paper's numbers.
+number, or the paper's printed value (``than=PAPER``). :func:`check_claims` gives one row per claim and
+dataset: both sides, their difference d with its interval, the test used and why, the paper's size of d
+where it gives one, the verdict class at 95 % (``result``) and the same predicate on the paper's printed
+numbers (``holds_in_paper``). The statistics are :mod:`fairfl_core.report.stats`:
 
-The outcome is decided on seeds (:func:`seed_outcome`). A verdict needs at least :data:`MIN_SEEDS` = 3 seeds
-on each side that has seeds; with fewer the claim is **not decided** (and counted neither as holding nor as
-failing). With enough seeds, the difference of the seed means d = x̄_a − x̄_b has the standard error
-SE = √(s_a²/n_a + s_b²/n_b) (s the std over the n seeds; a number or the paper's printed value is exact and
-adds nothing) and Welch–Satterthwaite's degrees of freedom ν = SE⁴ / Σ (s²/n)² / (n − 1). The claim's
-margin m (−d for ``<``/``<=``, d for ``>``/``>=``, tolerance − |d| for ``≈``) is compared with the band
-t·SE, t the 97.5 % quantile of Student's t with ν degrees of freedom (:data:`CONFIDENCE` = 95 % two-sided):
-m > t·SE **holds**, m < −t·SE **fails**, otherwise **within noise**. Two exact sides (the paper's printed
-numbers, a deterministic toy computation) have no band: the sign of m decides, and a margin of exactly 0 is
-the predicate's own boundary (``<=``, ``>=`` and ``≈`` hold there, ``<`` and ``>`` fail). Seeds whose
-values are all equal (SE = 0 with enough seeds) are decided by the sign too.
+- a verdict needs :data:`MIN_SEEDS` seeds a side (fewer: **not decided**); a side whose values are censored
+  (a target never reached) never enters a t-test (**not decided (censored)**);
+- **paired t** where the two methods' runs of each seed share partition, initial model, client sampling and
+  minibatch streams (equal pairing keys, ``report.results``), else **Welch's t**;
+- classes: **holds**, **smaller than the paper's**, **not reproduced at the paper's size**, **undetermined**
+  (the row gives the seeds that would decide it), **fails**;
+- a size the sentence states ("3×", "+2 points") is the size the claim is decided on (``Claim.effect``,
+  ``Claim.relative_effect``); without one, the paper's printed numbers give it; an equivalence claim (``≈``)
+  states its margin and where it comes from (``Claim.tolerance_source``).
+
+**Multiplicity.** A paper's *primary* claims (its abstract and contributions, ``Claim.primary``) are decided
+at 95 % each. Every other paper claim's tests are Holm-adjusted within its page (:func:`page_verdicts`), and
+the page's headline counts that ``verdict``.
+
+**Kinds.** ``paper`` (a quoted sentence of the paper), ``observation`` (the package's, never counted), and
+``analytic`` (decided on computed numbers: a formula evaluated, a property by construction; listed apart).
+
+**Stand-ins.** On a labelled stand-in a paper claim is decided on direction only (never against the paper's
+size) and its row says so (``data``: stand-in for ...), so it is never a verdict at the paper's scale. Where
+the stand-in's data is another column's of the paper (``offline``: the CIFAR-10 column run on the
+Fashion-MNIST column's data), it adds no evidence of its own: its paper claims are **not checked (no offline
+data)** and stay in the count, the stand-in's direction in ``stand_in_result``.
+
+**Scale.** Each row says the share of the paper's rounds its runs trained, the model (the paper's or a
+substitute) and the data (real or a stand-in) (:class:`Scale`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from pathlib import Path
 
 import pandas as pd
-from scipy.stats import t as student_t
 
+from fairfl_core.report import stats
 from fairfl_core.report.paper import paper_cell
+from fairfl_core.report.stats import CONFIDENCE, MIN_SEEDS, Sample
+from fairfl_core.report.tables import save_table
 
 __all__ = [
     "CONFIDENCE",
     "MIN_SEEDS",
+    "NOT_CHECKED_OFFLINE",
     "NOT_DECIDED",
     "OBSERVATION",
-    "STAND_IN_EFFECT",
     "OPS",
     "PAPER",
+    "RULE",
+    "STAND_IN_EFFECT",
     "Claim",
     "Outcome",
-    "RULE",
+    "Scale",
     "check_claims",
     "claims_caption",
+    "evidence_key",
     "exact_results",
     "interval",
+    "op_text",
+    "page_verdicts",
+    "paper_verdict",
+    "save_claims",
+    "scale_columns",
     "seed_outcome",
-    "welch",
 ]
 
 PAPER = "paper"  # `than` sentinel: the paper's value for the same method, metric and dataset
-MIN_SEEDS = 3  # seeds a side needs for a verdict
-CONFIDENCE = 0.95  # two-sided confidence of the band t·SE
 NOT_DECIDED = "not decided"
+NOT_CHECKED_OFFLINE = "not checked (no offline data)"
 OBSERVATION = "the package's observation"  # a claim's source when the paper does not state it
 STAND_IN_EFFECT = "n/a (stand-in: direction only)"  # a stand-in's numbers are not the paper dataset's
+OPS = ("<", "<=", ">", ">=", "≈")
+MARGINED = ("≈", ">=", "<=")  # ops that take a tolerance: equivalence, and non-inferiority by a margin
+SHIFT = {">=": 1.0, "<=": -1.0}  # a non-inferiority margin m tests d + m ≥ 0 or d − m ≤ 0
 RULE = (
-    f"a verdict needs {MIN_SEEDS} seeds a side (Welch's t at 95 %, each row's df and interval beside it); "
-    "with fewer the claim is not decided; only the paper's claims (quoted, with their place) count in a "
-    "headline, the package's observations are listed apart; what each experiment ran is its table's caption"
+    f"a verdict needs {MIN_SEEDS} seeds a side; paired t where a seed's runs share partition, initial "
+    "model, client sampling and minibatch streams, else Welch's t; 95 % intervals of the difference; "
+    "classes: holds, smaller than the paper's, not reproduced at the paper's size, undetermined, fails, "
+    "each against the size the paper states or prints; the paper's primary claims (abstract, "
+    "contributions) at 95 % each, its other claims Holm-adjusted within the page (the verdict column); "
+    "only the paper's quoted claims count, the package's observations and analytic checks are listed "
+    "apart; each row gives its share of the paper's rounds, model and data"
 )
 
 
@@ -68,108 +100,24 @@ def claims_caption(title: str, profile: str) -> str:
     return f"{title} ({profile} profile; {RULE}{smoke})"
 
 
-# the claim's margin (positive: the predicate holds) from (difference = value - reference, tolerance)
-OPS: dict[str, Callable[[float, float], float]] = {
-    "<": lambda d, _: -d,
-    "<=": lambda d, _: -d,
-    ">": lambda d, _: d,
-    ">=": lambda d, _: d,
-    "≈": lambda d, tol: tol - abs(d),
-}
-INCLUSIVE = ("<=", ">=", "≈")  # hold at a margin of exactly 0
-
-
-class Outcome(NamedTuple):
-    """``result`` (holds | within noise | fails | not decided), the ``difference`` of the means, its
-    standard error ``se`` (NaN without enough seeds or between exact numbers), Welch's degrees of freedom
-    ``df`` and the ``basis`` of the verdict in words (e.g. ``t(3.9)·SE, 95%``, ``sign (exact numbers)``,
-    ``not decided (2 seeds)``)."""
-
-    result: str
-    difference: float
-    se: float
-    df: float = math.nan
-    basis: str = ""
-
-
-Side = (
-    tuple[float, float, float] | float
-)  # (mean, std, seeds) over seeds (seeds ∞: exact), or an exact number
-
-
-def welch(sides: list[tuple[float, float, float]]) -> tuple[float, float]:
-    """(SE, ν) of the difference of the means of ``sides`` (mean, std, n): SE = √Σ s²/n and
-    Welch–Satterthwaite's ν = SE⁴ / Σ (s²/n)²/(n − 1); exact sides (n = ∞) add nothing. ν is NaN when
-    SE = 0."""
-    parts = [(std**2 / n, n) for _, std, n in sides if math.isfinite(n)]
-    var = sum(v for v, _ in parts)
-    if var == 0:
-        return 0.0, math.nan
-    return math.sqrt(var), var**2 / sum(v**2 / (n - 1) for v, n in parts)
-
-
-def seed_outcome(
-    op: str, value: Side, reference: Side, tolerance: float = 0.0, confidence: float = CONFIDENCE
-) -> Outcome:
-    """The outcome of ``value op reference`` (the rule: the module docstring). Each side is a (mean, std,
-    seeds) triple over seeds, or a plain number that is exact (a constant, a paper value)."""
-    sides = [_side(value), _side(reference)]
-    difference = sides[0][0] - sides[1][0]
-    few = [n for *_, n in sides if n < MIN_SEEDS]
-    if few:
-        seeds = f"{min(few):g} seed{'s' if min(few) != 1 else ''}"
-        return Outcome(NOT_DECIDED, difference, math.nan, math.nan, f"{NOT_DECIDED} ({seeds})")
-    margin = OPS[op](difference, tolerance)
-    se, df = welch(sides)
-    if se == 0:
-        exact = all(not math.isfinite(n) for *_, n in sides)
-        band, basis = 0.0, "sign (exact numbers)" if exact else "sign (equal seeds)"
-        se = math.nan if exact else 0.0
-    else:
-        band, basis = _t(df, confidence) * se, f"t({df:.1f})·SE, {100 * confidence:g}%"
-    if margin > band or (margin == band == 0 and op in INCLUSIVE):
-        result = "holds"
-    elif margin < -band or band == 0:
-        result = "fails"
-    else:
-        result = "within noise"
-    return Outcome(result, difference, se, df, basis)
-
-
-def interval(outcome: Outcome, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """The two-sided ``confidence`` interval of the difference, d ± t_ν·SE (Welch); (NaN, NaN) without a
-    standard error, and the point d itself when SE = 0."""
-    if math.isnan(outcome.se):
-        return math.nan, math.nan
-    if outcome.se == 0:
-        return outcome.difference, outcome.difference
-    half = _t(outcome.df, confidence) * outcome.se
-    return outcome.difference - half, outcome.difference + half
-
-
-def _side(side: Side) -> tuple[float, float, float]:
-    """(mean, std, seeds) of a side; an exact number has std 0 and infinitely many seeds."""
-    return (
-        (float(side[0]), float(side[1]), side[2]) if isinstance(side, tuple) else (float(side), 0.0, math.inf)
-    )
-
-
-def _t(df: float, confidence: float) -> float:
-    """Student's t quantile of a two-sided ``confidence`` band with ``df`` degrees of freedom."""
-    return float(student_t.ppf(1 - (1 - confidence) / 2, df))
-
-
 @dataclass(frozen=True)
 class Claim:
     """``method``'s ``metric`` ``op`` ``than``, e.g. ``Claim("FedProx lowers the variance", "var",
-    "FedProx", "<", "FedAvg")``. ``than``: a method label, a number, or ``PAPER``. ``op`` ``"≈"`` claims that
-    the absolute difference is at most ``tolerance`` (in the metric's unit); :func:`seed_outcome` judges
-    it. ``dataset``: the dataset label to check on (default: every dataset of the results). ``source``: where
-    the paper states it, with its words (e.g. ``§5.2: "... reduces performance variance ..."``), or
-    :data:`OBSERVATION` (optionally followed by why) for a comparison the paper does not state, which is shown
-    but never counted in a headline (``kind``). ``effect``: a size the paper states in the metric's unit as
-    ``value − reference`` (e.g. +1.01 accuracy points); without it the paper's printed numbers give it where
-    they exist. Each row says whether our interval of the difference contains it."""
+    "FedProx", "<", "FedAvg")``. ``than``: a method label, a number, or ``PAPER``.
+
+    - ``op`` ``"≈"`` claims |d| ≤ ``tolerance`` (in the metric's unit); ``">="`` / ``"<="`` with a
+      ``tolerance`` m claim non-inferiority, d ≥ −m / d ≤ m ("almost no loss"); ``tolerance_source`` states
+      where the margin comes from (a paper claim needs one).
+    - ``dataset``: the dataset label to check on (default: every dataset of the results).
+    - ``source``: where the paper states it, with its words (e.g. ``§5.2: "... reduces variance ..."``), or
+      :data:`OBSERVATION` (optionally followed by why) for the package's own comparison (never counted).
+    - ``effect``: the size of d = value − reference the sentence states, in the metric's unit (+2 points);
+      ``relative_effect`` = (anchor, k): a size stated relative to other runs, d = k·(μ_reference −
+      μ_anchor) (FedEBA+'s "3× the variance reduction of q-FFL": anchor FedAvg, k = 2). Without either, the
+      paper's printed numbers give the size where they exist.
+    - ``primary``: stated in the paper's abstract or contributions (decided at 95 % alone, not adjusted).
+    - ``analytic``: decided by construction or by evaluating a formula, not by an experiment (listed apart).
+    """
 
     text: str
     metric: str
@@ -180,110 +128,311 @@ class Claim:
     dataset: str | None = None
     source: str = ""
     effect: float | None = None
+    relative_effect: tuple[str, float] | None = None
+    primary: bool = False
+    analytic: bool = False
+    tolerance_source: str = ""
 
     @property
     def kind(self) -> str:
-        """``paper`` (a statement of the paper, counted in a headline) or ``observation`` (the package's)."""
-        return "observation" if self.source.startswith(OBSERVATION) else "paper"
+        """``paper`` (counted in a headline), ``observation`` (the package's) or ``analytic``."""
+        if self.source.startswith(OBSERVATION):
+            return "observation"
+        return "analytic" if self.analytic else "paper"
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
             raise ValueError(f"claim {self.text!r}: op={self.op!r} must be one of {list(OPS)}")
-        if self.tolerance and self.op != "≈":
-            raise ValueError(f"claim {self.text!r}: tolerance applies to op '≈' only (got op {self.op!r})")
+        if self.tolerance and self.op not in MARGINED:
+            raise ValueError(
+                f"claim {self.text!r}: tolerance applies to ops {list(MARGINED)} only (got op {self.op!r})"
+            )
+        if self.effect is not None and self.relative_effect is not None:
+            raise ValueError(f"claim {self.text!r}: give effect or relative_effect, not both")
 
 
-def _stat(agg: pd.DataFrame, dataset: str, method: str, metric: str) -> tuple[float, float, float] | None:
+@dataclass(frozen=True)
+class Outcome:
+    """A claim decided on two samples: ``result`` (a class of :mod:`~fairfl_core.report.stats`, or not
+    decided), the ``difference`` with its ``se``, ``df``, ``test`` and 95 % interval (``low``, ``high``), the
+    two p-values, the paper's ``size`` (None: none) and :func:`stats.seeds_to_decide` where undetermined."""
+
+    result: str
+    difference: float
+    se: float = math.nan
+    df: float = math.nan
+    test: str = ""
+    p: float = math.nan
+    p_size: float = math.nan
+    low: float = math.nan
+    high: float = math.nan
+    size: float | None = None
+    seeds_to_decide: int | None = None
+
+
+SideLike = Sample | tuple[float, float, float] | float
+
+
+def _sample(side: SideLike) -> Sample:
+    if isinstance(side, Sample):
+        return side
+    if isinstance(side, tuple):
+        return Sample(float(side[0]), float(side[1]), side[2])
+    return Sample(float(side))
+
+
+def seed_outcome(
+    op: str,
+    value: SideLike,
+    reference: SideLike,
+    tolerance: float = 0.0,
+    confidence: float = CONFIDENCE,
+    effect: float | None = None,
+    anchor: tuple[SideLike, float] | None = None,
+) -> Outcome:
+    """``value op reference`` decided on seeds (module docstring). Each side is a :class:`Sample`, a (mean,
+    std, seeds) summary or an exact number. ``effect``: the paper's size of the difference; ``anchor`` =
+    (sample, k): a size k·(reference − anchor) estimated on the same runs."""
+    a, b = _sample(value), _sample(reference)
+    difference = a.mean - b.mean
+    censored = [s for s in (a, b) if s.censored]
+    if censored:
+        n = sum(s.censored for s in censored)
+        why = f"{NOT_DECIDED} (censored: {n} run{'s' if n > 1 else ''} only bound the value)"
+        return Outcome(why, difference, test=why)
+    few = [s.n for s in (a, b) if s.n < MIN_SEEDS]
+    if few:
+        seeds = f"{min(few):g} seed{'s' if min(few) != 1 else ''}"
+        return Outcome(NOT_DECIDED, difference, test=f"{NOT_DECIDED} ({seeds})")
+    shift = SHIFT.get(op, 0.0) * tolerance  # a non-inferiority margin: the claim is on d ± m, not a size
+    d = stats.contrast([(1.0, a), (-1.0, b), *([(shift, Sample(1.0))] if shift else [])])
+    size_estimate, size = None, None if shift else effect
+    if anchor is not None and not shift:
+        c, k = _sample(anchor[0]), anchor[1]
+        size = k * (b.mean - c.mean)
+        size_estimate = stats.contrast([(1.0, a), (-1.0 - k, b), (k, c)])  # d − k(μ_b − μ_c)
+    elif effect is not None and not shift:
+        size_estimate = stats.contrast([(1.0, a), (-1.0, b), (-effect, Sample(1.0))])
+    p, p_size = stats.p_values(op, d, size_estimate, tolerance)
+    alpha = 1 - confidence
+    result = stats.classify(op, d.value, size, p, p_size, alpha)
+    low, high = (x - shift for x in d.interval(confidence))
+    undetermined = result == stats.UNDETERMINED
+    return Outcome(
+        result,
+        difference,
+        d.se,
+        d.df,
+        d.test,
+        p,
+        p_size,
+        low,
+        high,
+        size,
+        stats.seeds_to_decide(d, size_estimate, tolerance if op == "≈" else None) if undetermined else None,
+    )
+
+
+def interval(outcome: Outcome) -> tuple[float, float]:
+    """The 95 % interval of the difference (NaN, NaN when not decided)."""
+    return outcome.low, outcome.high
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The paper's scale of an experiment: its ``rounds`` and ``model`` (the paper profile's, on real
+    data); each claims row says how its runs compare."""
+
+    rounds: int
+    model: str
+
+
+def _sample_of(agg: pd.DataFrame, dataset: str, method: str, metric: str) -> tuple[Sample, pd.Series] | None:
     hit = agg[(agg["dataset"] == dataset) & (agg["method"] == method) & (agg["metric"] == metric)]
     if hit.empty or pd.isna(hit["mean"].iloc[0]):
         return None
     row = hit.iloc[0]
-    return float(row["mean"]), float(row["std"]), float(row["n"])
+    values = row.get("values")
+    if isinstance(values, Mapping) and values:
+        sample = Sample.of(values, row.get("keys") or {}, int(row.get("censored", 0) or 0))
+    else:
+        sample = Sample(
+            float(row["mean"]), float(row["std"]), float(row["n"]), censored=int(row.get("censored", 0) or 0)
+        )
+    return sample, row
 
 
-def _paper_verdict(claim: Claim, value: float | None, reference: float | None) -> str:
-    """The claim on the paper's printed means (exact numbers: the sign of the margin decides)."""
+def paper_verdict(claim: Claim, value: float | None, reference: float | None, size: float | None) -> str:
+    """The claim on the paper's printed means (exact: the signs decide), against the size it states."""
     if value is None or reference is None:
         return "n/a"
-    return seed_outcome(claim.op, value, reference, claim.tolerance).result
+    result = seed_outcome(claim.op, value, reference, claim.tolerance, effect=size).result
+    return "smaller than stated" if result == stats.SMALLER else result
 
 
-def _check_one(claim: Claim, agg: pd.DataFrame, paper: pd.DataFrame | None, dataset: str) -> dict:
-    left = _stat(agg, dataset, claim.method, claim.metric)
-    right: Side | None
+def op_text(claim: Claim) -> str:
+    """The claim's predicate as a table shows it, with its margin and the margin's source."""
+    if not claim.tolerance:
+        return claim.op
+    bound = f"±{claim.tolerance:g}" if claim.op == "≈" else f"margin {claim.tolerance:g}"
+    return f"{claim.op} ({bound}: {claim.tolerance_source})"
+
+
+def _number(x: float | None) -> float:
+    return math.nan if x is None else float(x)
+
+
+def evidence_key(metric: str, left: Sample | None, right: Sample | None) -> str:
+    """A key of the numbers a row compares: two rows with the same key decide on the same evidence."""
+
+    def numbers(s: Sample | None):
+        if s is None:
+            return None
+        if s.values:
+            return sorted((int(k), round(float(v), 9)) for k, v in s.values.items())
+        return [round(s.mean, 9), round(s.std, 9) if math.isfinite(s.std) else None, str(s.n)]
+
+    blob = json.dumps([metric, numbers(left), numbers(right)])
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def scale_columns(rows: list[pd.Series], scale: Scale | None) -> dict[str, object]:
+    stand_in = next((r["stand_in"] for r in rows if isinstance(r.get("stand_in"), str) and r["stand_in"]), "")
+    data = f"stand-in for {stand_in}" if stand_in else "real"
+    if scale is None:
+        return {"rounds_share": math.nan, "model": "n/a", "data": data}
+    rounds = [float(r["rounds"]) for r in rows if pd.notna(r.get("rounds"))]
+    models = {str(r["model"]) for r in rows if isinstance(r.get("model"), str)}
+    share = min(rounds) / scale.rounds if rounds else math.nan
+    model = (
+        "n/a"
+        if not models
+        else f"the paper's ({scale.model})"
+        if models == {scale.model}
+        else f"substituted ({', '.join(sorted(models))} for {scale.model})"
+    )
+    return {"rounds_share": share, "model": model, "data": data}
+
+
+def _check_one(
+    claim: Claim,
+    agg: pd.DataFrame,
+    paper: pd.DataFrame | None,
+    dataset: str,
+    scale: Scale | None,
+    offline: bool,
+) -> dict:
+    left = _sample_of(agg, dataset, claim.method, claim.metric)
+    right: tuple[Sample, pd.Series] | None
     if isinstance(claim.than, (int, float)):
-        right, reference_name = float(claim.than), "constant"
+        right, reference_name = (Sample(float(claim.than)), pd.Series(dtype=object)), "constant"
     elif claim.than == PAPER:
-        right, reference_name = paper_cell(paper, claim.method, claim.metric, dataset), "paper"
+        printed = paper_cell(paper, claim.method, claim.metric, dataset)
+        right = None if printed is None else (Sample(printed), pd.Series(dtype=object))
+        reference_name = "paper"
     else:
-        right, reference_name = _stat(agg, dataset, claim.than, claim.metric), claim.than
-    reference = right[0] if isinstance(right, tuple) else right
-    outcome = (
-        Outcome("missing", math.nan, math.nan)
-        if left is None or right is None
-        else seed_outcome(claim.op, left, right, claim.tolerance)
+        right, reference_name = _sample_of(agg, dataset, claim.than, claim.metric), claim.than
+    anchor = None
+    if claim.relative_effect is not None:
+        found = _sample_of(agg, dataset, claim.relative_effect[0], claim.metric)
+        anchor = None if found is None else (found[0], claim.relative_effect[1])
+    rows = [s[1] for s in (left, right) if s is not None and not s[1].empty]
+    on_stand_in = any(isinstance(r.get("stand_in"), str) and r["stand_in"] for r in rows)
+    kind = claim.kind
+    if kind == "paper" and left is not None and right is not None and left[0].exact and right[0].exact:
+        kind = "analytic"  # computed numbers on both sides
+    # the paper's size of d: stated (a constant, or relative to other runs), else from its printed numbers
+    p_left = paper_cell(paper, claim.method, claim.metric, dataset) if claim.than != PAPER else None
+    p_right = (
+        None
+        if claim.than == PAPER
+        else paper_cell(paper, claim.than, claim.metric, dataset)
+        if isinstance(claim.than, str)
+        else float(claim.than)
     )
-    in_paper, metric, paper_effect = "n/a", claim.metric, claim.effect
-    if claim.than != PAPER:
-        p_left = paper_cell(paper, claim.method, metric, dataset)
-        p_right = (
-            paper_cell(paper, claim.than, metric, dataset)
-            if isinstance(claim.than, str)
-            else float(claim.than)
+    size, in_paper_size, size_source = (
+        claim.effect,
+        claim.effect,
+        "stated" if claim.effect is not None else "",
+    )
+    if claim.relative_effect is not None:
+        name, k = claim.relative_effect
+        size_source = f"stated: {k:g}·(reference − {name})"
+        printed_anchor = paper_cell(paper, name, claim.metric, dataset)
+        in_paper_size = None if p_right is None or printed_anchor is None else k * (p_right - printed_anchor)
+    elif size is None and isinstance(claim.than, str) and p_left is not None and p_right is not None:
+        size, size_source = p_left - p_right, "printed numbers"  # of two methods
+    if on_stand_in or claim.op == "≈":
+        size, anchor, size_source = None, None, STAND_IN_EFFECT if on_stand_in else ""
+    relative = claim.relative_effect is not None and not on_stand_in
+    if left is None or right is None or (relative and anchor is None):
+        verdict = Outcome("missing", math.nan)
+    else:
+        verdict = seed_outcome(
+            claim.op, left[0], right[0], claim.tolerance, effect=None if relative else size, anchor=anchor
         )
-        in_paper = _paper_verdict(claim, p_left, p_right)
-        if paper_effect is None and p_left is not None and p_right is not None:
-            paper_effect = p_left - p_right
-    diff = outcome.difference
-    low, high = interval(outcome)
-    contains = (
-        "n/a" if paper_effect is None or math.isnan(low) else "yes" if low <= paper_effect <= high else "no"
-    )
+    result, stand_in_result = verdict.result, ""
+    if offline and kind == "paper":
+        result, stand_in_result = NOT_CHECKED_OFFLINE, verdict.result
+    in_paper = paper_verdict(claim, p_left, p_right, in_paper_size)
+    reference = right[0].mean if right is not None else None
+    diff = verdict.difference
+    value_sample = left[0] if left is not None else None
+    right_sample = right[0] if right is not None else None
     return {
-        "kind": claim.kind,
+        "kind": kind,
+        "primary": claim.primary,
         "claim": claim.text,
         "dataset": dataset,
         "metric": claim.metric,
         "method": claim.method,
-        "value": left[0] if left else None,
-        "value_std": left[1] if left else math.nan,
-        "seeds": left[2] if left else 0,
-        "reference_seeds": right[2] if isinstance(right, tuple) else math.nan,
-        "op": claim.op + (f" (±{claim.tolerance:g})" if claim.op == "≈" else ""),
+        "value": value_sample.mean if value_sample else None,
+        "value_std": value_sample.std if value_sample else math.nan,
+        "seeds": value_sample.n if value_sample else 0,
+        "reference_seeds": right_sample.n if right_sample and not right_sample.exact else math.nan,
+        "op": op_text(claim),
+        "margin": claim.tolerance,
         "than": reference_name,
         "reference": reference,
-        "reference_std": right[1] if isinstance(right, tuple) else math.nan,
+        "reference_std": right_sample.std if right_sample and not right_sample.exact else math.nan,
         "difference": diff,
-        "se": outcome.se,
-        "df": outcome.df,
-        "interval_low": low,
-        "interval_high": high,
-        "paper_effect": math.nan if paper_effect is None else paper_effect,
-        "interval_holds_paper_effect": contains,
-        "basis": outcome.basis,
+        "se": verdict.se,
+        "df": verdict.df,
+        "interval_low": verdict.low,
+        "interval_high": verdict.high,
+        "test": verdict.test,
+        "p": verdict.p,
+        "paper_effect": _number(verdict.size if verdict.size is not None else size),
+        "size_source": size_source,
+        "p_size": verdict.p_size,
         "relative_%": 100 * diff / abs(reference) if reference else math.nan,
-        "result": outcome.result,
+        "result": result,
+        "seeds_to_decide": verdict.seeds_to_decide,
+        "stand_in_result": stand_in_result,
         "holds_in_paper": in_paper,
+        **scale_columns(rows, scale),
+        "evidence": evidence_key(claim.metric, value_sample, right_sample),
         "source": claim.source,
     }
 
 
 def check_claims(
-    claims: Iterable[Claim], agg: pd.DataFrame, paper: pd.DataFrame | None = None
+    claims: Iterable[Claim],
+    agg: pd.DataFrame,
+    paper: pd.DataFrame | None = None,
+    scale: Scale | None = None,
+    offline: bool = False,
 ) -> pd.DataFrame:
-    """Evaluate ``claims`` on ``agg`` (the long table of :func:`fairfl_core.report.tables.aggregate`, which
-    must hold each claim's metric) and, where given, on ``paper`` (from ``experiment_paper_values``).
-
-    One row per claim and dataset: its ``kind`` (paper | observation), the method's mean (± std, seeds), the
-    reference it is compared with, difference (value - reference), its standard error ``se``, Welch's ``df``,
-    the 95 % interval of the difference, the paper's effect (``Claim.effect``, else the difference of the
-    paper's printed numbers) and whether the interval holds it (on a stand-in dataset, whose sizes are not the
-    paper dataset's, :data:`STAND_IN_EFFECT`: direction only), the ``basis`` of the outcome (e.g.
-    ``t(3.9)·SE, 95%`` or ``not decided (2 seeds)``), the relative difference in %, ``result`` (holds |
-    within noise | fails | not decided, :func:`seed_outcome`; missing: a method or paper value is absent) and
-    ``holds_in_paper`` (the same predicate on the paper's printed means, which carry no seeds: holds | fails;
-    n/a without them).
-    """
+    """Decide ``claims`` on ``agg`` (the long table of :func:`fairfl_core.report.tables.aggregate`, which
+    must hold each claim's metric) and, where given, on ``paper`` (from ``experiment_paper_values``), at the
+    paper's ``scale``; ``offline``: the runs are a stand-in on another column's data, so the paper's claims
+    are not checked here (module docstring). One row per claim and dataset (columns in order): ``kind``,
+    ``primary``, the claim, both sides (mean, std, seeds), the difference with its SE, df and 95 % interval,
+    ``test`` (paired or Welch, and why), ``p``, the paper's size ``paper_effect`` (``size_source``: stated,
+    printed numbers, or direction only on a stand-in) and ``p_size``, ``result`` (the class at 95 %; missing:
+    a method or paper value is absent), ``seeds_to_decide`` (undetermined rows), ``stand_in_result``,
+    ``holds_in_paper``, ``rounds_share``, ``model``, ``data``, ``evidence`` (a key of the numbers compared)
+    and ``source``."""
     rows = []
     for claim in claims:
         if claim.metric not in set(agg["metric"]):
@@ -298,20 +447,111 @@ def check_claims(
                 f"claim {claim.text!r}: dataset {unknown[0]!r} not in the results; "
                 f"datasets: {sorted(set(agg['dataset']))}"
             )
-        rows += [_check_one(claim, agg, paper, d) for d in datasets]
-    table = pd.DataFrame(rows)
-    if len(table) and "stand_in" in agg:  # direction only: a stand-in's size is not the paper's effect
-        flagged = agg["stand_in"].map(lambda v: isinstance(v, str) and bool(v))
-        on = table["dataset"].isin(set(agg.loc[flagged, "dataset"]))
-        table["interval_holds_paper_effect"] = table["interval_holds_paper_effect"].astype(object)
-        table.loc[on, "interval_holds_paper_effect"] = STAND_IN_EFFECT
-    return table
+        rows += [_check_one(claim, agg, paper, d, scale, offline) for d in datasets]
+    return pd.DataFrame(rows)
+
+
+COUNTED_KIND = "paper"
+
+
+def page_verdicts(
+    tables: Mapping[str, pd.DataFrame], alpha: float = 1 - CONFIDENCE
+) -> dict[str, pd.DataFrame]:
+    """The claims ``tables`` of one page with ``p_holm``, ``p_size_holm`` and ``verdict``: each decided
+    non-primary paper claim's two p-values Holm-adjusted over all of them on the page, and its class from the
+    adjusted values (:func:`stats.classify`); a primary claim's verdict is its ``result`` at 95 %, and every
+    other row's (not decided, not checked, observations, analytic checks) too."""
+    family: list[tuple[str, int, str]] = []
+    pvalues: list[float] = []
+    for name, table in tables.items():
+        if not {"p", "p_size", "kind", "result"} <= set(table.columns):
+            continue
+        primary = (
+            table["primary"].astype(str).str.lower().isin(("true", "1")) if "primary" in table else False
+        )
+        adjustable = (table["kind"] == COUNTED_KIND) & ~primary & table["result"].isin(stats.VERDICTS)
+        for i in table.index[adjustable]:
+            for column in ("p", "p_size"):
+                family.append((name, i, column))
+                pvalues.append(float(table.at[i, column]))
+    adjusted = stats.holm(pvalues)
+    out = {}
+    for name, table in tables.items():
+        table = table.copy()
+        if "result" in table.columns:
+            table["p_holm"] = math.nan
+            table["p_size_holm"] = math.nan
+            table["verdict"] = table["result"]
+        out[name] = table
+    for (name, i, column), p in zip(family, adjusted, strict=True):
+        out[name].at[i, f"{column}_holm"] = p
+    for table in out.values():
+        if "p_holm" not in table.columns:
+            continue
+        for i in table.index[table["p_holm"].notna()]:
+            row = table.loc[i]
+            size = (
+                float(row["paper_effect"])
+                if pd.notna(row["paper_effect"]) and row["size_source"] not in ("", STAND_IN_EFFECT)
+                else None
+            )
+            p_size = float(row["p_size_holm"]) if pd.notna(row["p_size_holm"]) else math.nan
+            op = str(row["op"]).split(" ")[0]
+            margin = float(row["margin"]) if "margin" in row and pd.notna(row["margin"]) else 0.0
+            table.at[i, "verdict"] = stats.classify(
+                op,
+                float(row["difference"]) + SHIFT.get(op, 0.0) * margin,
+                size,
+                float(row["p_holm"]),
+                p_size,
+                alpha,
+            )
+    return out
+
+
+P_COLUMNS = ("p", "p_size", "p_holm", "p_size_holm", "rounds_share")  # written to 6 places
+PAGE_COLUMNS = ("p_holm", "p_size_holm", "verdict")  # what page_verdicts adds
+
+
+def save_claims(
+    table: pd.DataFrame, out_dir: str | Path, name: str, caption: str | None = None, decimals: int = 2
+) -> pd.DataFrame:
+    """Write the claims ``table`` as ``save_table`` does (numbers to ``decimals`` places, p-values and shares
+    of the paper's rounds to 6), then decide the page: every claims table of ``out_dir`` (a CSV with ``claim``
+    and ``p`` columns) gets the page's Holm-adjusted ``verdict`` (:func:`page_verdicts`), each rewritten with
+    its caption. Returns the table as written, with its verdicts."""
+    out = Path(out_dir)
+    numbers = table.select_dtypes("number").columns
+    rounded = table.copy()
+    for column in numbers:
+        rounded[column] = table[column].round(6 if column in P_COLUMNS else decimals)
+    save_table(rounded.drop(columns=list(PAGE_COLUMNS), errors="ignore"), out, name, caption)
+    tables, captions = {}, {}
+    for csv in sorted(out.glob("*.csv")):
+        found = pd.read_csv(csv)
+        if {"claim", "p"} <= set(found.columns):
+            tables[csv.stem] = found.drop(columns=list(PAGE_COLUMNS), errors="ignore")
+            captions[csv.stem] = _caption(csv.with_suffix(".md"))
+    for stem, decided in page_verdicts(tables).items():
+        columns = list(decided.columns)
+        at = columns.index("result") + 1
+        order = [*columns[:at], *PAGE_COLUMNS]
+        order += [c for c in columns[at:] if c not in order]
+        save_table(decided[order], out, stem, captions[stem])
+    return pd.read_csv(out / f"{name}.csv")
+
+
+def _caption(md: Path) -> str | None:
+    """The caption ``save_table`` wrote above a Markdown table (None: none)."""
+    text = md.read_text() if md.exists() else ""
+    head = text.split("\n\n", 1)[0]
+    return None if not text or head.startswith("|") else head
 
 
 def exact_results(table: pd.DataFrame, dataset: str) -> pd.DataFrame:
     """A computed table (a ``method`` column, one column per metric, e.g. a toy example's points) on
     ``dataset``, in the long form of :func:`~fairfl_core.report.tables.aggregate` that :func:`check_claims`
     reads. Its numbers are computed once by a deterministic computation, not means over seeds: exact numbers
-    (``std`` 0, ``n`` ∞), so the sign of each claim's margin decides."""
+    (``std`` 0, ``n`` ∞), so the sign of each claim's margin decides (an ``analytic`` row)."""
     long = table.melt(id_vars="method", var_name="metric", value_name="mean")
     return long.assign(dataset=dataset, std=0.0, n=math.inf)

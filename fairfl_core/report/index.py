@@ -2,8 +2,9 @@
 
 A summary table over the notebooks, then per notebook (one paper or part of one):
 
-- a headline: how many of its claims hold, are within noise and fail (counted from every claims table it
-  wrote: a CSV with a ``claim`` column and an outcome column, see :func:`claim_outcome`);
+- a headline: how many of the paper's claims fall in each verdict class, at the paper's scale and at a
+  reduced one (counted from every claims table it wrote: a CSV with a ``claim`` column and an outcome
+  column, the page's Holm-adjusted ``verdict``, see :func:`claim_outcome`);
 - its main tables, the paper's numbers beside the reproduced ones (columns ``<metric> reproduced`` and
   ``<metric> paper``, as :func:`fairfl_core.report.tables.results_table` writes them), open when they have at
   most :data:`OPEN_ROWS` rows;
@@ -36,7 +37,7 @@ from pathlib import Path
 import pandas as pd
 
 from fairfl_core.experiments.archive import ARCHIVES
-from fairfl_core.report.claims import OBSERVATION
+from fairfl_core.report.claims import OBSERVATION, RULE
 
 __all__ = [
     "OPEN_ROWS",
@@ -47,13 +48,28 @@ __all__ = [
     "claim_counts",
     "claim_outcome",
     "notebook_folders",
+    "page_meta",
+    "primary_digest",
+    "runs_header",
+    "superseded_note",
+    "what_ran",
     "paper_claims",
     "undecided",
     "write_index",
 ]
 
-OUTCOMES = ("holds", "within noise", "fails", "not decided", "not checked")
-OUTCOME_COLUMNS = ("outcome", "result", "verdict", "holds")  # first one present is a claims table's outcome
+OUTCOMES = (
+    "holds",
+    "smaller than the paper's",
+    "not reproduced at the paper's size",
+    "undetermined",
+    "fails",
+    "not decided",
+    "not checked",
+)
+DECIDED = OUTCOMES[:5]  # the verdict classes (report.stats.VERDICTS)
+CONCLUSIVE = ("holds", "smaller than the paper's", "not reproduced at the paper's size", "fails")
+OUTCOME_COLUMNS = ("verdict", "outcome", "result", "holds")  # first one present is a claims table's outcome
 OPEN_ROWS = 25  # a main table with more rows is folded
 FOLD_CHARS = 90  # a longer cell (an explanatory note) is folded behind its head
 WIDE_PX = 1100  # figures wider than this (PNG pixels) span the page; narrower ones go two to a row
@@ -86,15 +102,20 @@ _NUMBER = re.compile(r"^[-+]?(\d[\d,]*\.?\d*|\.\d+)([eE][-+]?\d+)?%?( ± [\d.]+(
 
 
 def claim_outcome(value: object) -> str:
-    """One of :data:`OUTCOMES` for a claims table's outcome cell: ``holds`` (holds, pass, true), ``within
-    noise`` (within noise, inconclusive), ``fails`` (fails, fail, false), ``not decided`` (too few seeds,
-    ``report.claims.MIN_SEEDS``); anything else (missing, n/a, empty) is ``not checked``. Case, spaces,
-    ``_`` and ``-`` do not matter."""
+    """One of :data:`OUTCOMES` for a claims table's outcome cell: the verdict classes of ``report.stats``
+    (holds, smaller than the paper's, not reproduced at the paper's size, undetermined, fails; also pass,
+    true, fail, false), ``not decided`` (too few seeds, censored values), ``not checked`` for anything else
+    (not checked (no offline data), not run, missing, n/a, empty). Case, spaces, ``_`` and ``-`` do not
+    matter."""
     v = " ".join(str(value).strip().lower().replace("_", " ").replace("-", " ").split())
     if v.startswith("not decided"):
         return "not decided"
-    if v.startswith("within") or v in ("noise", "inconclusive"):
-        return "within noise"
+    if v.startswith("smaller"):
+        return "smaller than the paper's"
+    if v.startswith("not reproduced"):
+        return "not reproduced at the paper's size"
+    if v.startswith(("undetermined", "within")) or v in ("noise", "inconclusive"):
+        return "undetermined"
     if v.startswith(("hold", "pass")) or v in ("true", "yes"):
         return "holds"
     if v.startswith("fail") or v in ("false", "no"):
@@ -107,24 +128,60 @@ def _outcome_column(table: pd.DataFrame) -> str | None:
 
 
 def paper_claims(table: pd.DataFrame) -> pd.DataFrame:
-    """The rows of a claims table that are the paper's claims: not the package's observations (``kind``
-    ``observation``, or a ``source`` that starts with :data:`~fairfl_core.report.claims.OBSERVATION`)."""
+    """The rows of a claims table that are the paper's claims: ``kind`` ``paper``, not the package's
+    observations nor analytic checks (without a ``kind`` column: a ``source`` that does not start with
+    :data:`~fairfl_core.report.claims.OBSERVATION`)."""
     if "kind" in table.columns:
-        return table[table["kind"] != "observation"]
+        return table[table["kind"] == "paper"]
     if "source" in table.columns:
         return table[~table["source"].astype(str).str.startswith(OBSERVATION)]
     return table
 
 
-def claim_counts(table: pd.DataFrame) -> dict[str, int] | None:
-    """The paper's claims (:func:`paper_claims`) per outcome (every key of :data:`OUTCOMES`) of a claims
-    table, or ``None`` when it has none of the outcome columns :data:`OUTCOME_COLUMNS`. The package's
-    observations are shown in the tables and never counted."""
+def at_paper_scale(table: pd.DataFrame) -> pd.Series:
+    """Rows decided at the paper's scale: all its rounds (``rounds_share`` ≥ 1), its model and real data."""
+    if not {"rounds_share", "model", "data"} <= set(table.columns):
+        return pd.Series(False, index=table.index)
+    share = pd.to_numeric(table["rounds_share"], errors="coerce")
+    model = table["model"].astype(str).str.startswith("the paper's")
+    return (share >= 1) & model & (table["data"].astype(str) == "real")
+
+
+def claim_counts(table: pd.DataFrame, where: pd.Series | None = None) -> dict[str, int] | None:
+    """The paper's claims (:func:`paper_claims`, of the rows ``where`` selects) per outcome (every key of
+    :data:`OUTCOMES`) of a claims table, or ``None`` when it has none of the outcome columns
+    :data:`OUTCOME_COLUMNS`. The package's observations and analytic checks are shown and never counted."""
     column = _outcome_column(table)
     if column is None:
         return None
-    counts = Counter(claim_outcome(v) for v in paper_claims(table)[column])
+    rows = paper_claims(table if where is None else table[where])
+    counts = Counter(claim_outcome(v) for v in rows[column])
     return {o: counts.get(o, 0) for o in OUTCOMES}
+
+
+def analytic_counts(table: pd.DataFrame) -> dict[str, int]:
+    """The analytic checks (``kind`` analytic: formulas evaluated, properties by construction) per outcome."""
+    column = _outcome_column(table)
+    if column is None or "kind" not in table.columns:
+        return {}
+    return dict(Counter(claim_outcome(v) for v in table.loc[table["kind"] == "analytic", column]))
+
+
+def scale_range(tables: list[pd.DataFrame]) -> str:
+    """The shares of the paper's rounds of the decided paper claims not at its scale, e.g. ``4–20 %``."""
+    shares = []
+    for table in tables:
+        column = _outcome_column(table)
+        if column is None or "rounds_share" not in table.columns:
+            continue
+        rows = paper_claims(table[~at_paper_scale(table)])
+        decided = rows[rows[column].map(claim_outcome).isin(DECIDED)]
+        shares += list(pd.to_numeric(decided["rounds_share"], errors="coerce").dropna() * 100)
+    if not shares:
+        return "scale not recorded"
+    low, high = min(shares), max(shares)
+    rounds = "of the paper's rounds"
+    return f"{low:.0f} % {rounds}" if round(low) == round(high) else f"{low:.0f}–{high:.0f} % {rounds}"
 
 
 def _is_claims(table: pd.DataFrame) -> bool:
@@ -171,7 +228,13 @@ def undecided(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _outcome_class(outcome: str) -> str:
-    return {"holds": "o-holds", "within noise": "o-noise", "fails": "o-fails"}.get(outcome, "o-na")
+    return {
+        "holds": "o-holds",
+        "smaller than the paper's": "o-noise",
+        "not reproduced at the paper's size": "o-noise",
+        "undetermined": "o-na",
+        "fails": "o-fails",
+    }.get(outcome, "o-na")
 
 
 def _header(name: str) -> str:
@@ -216,7 +279,7 @@ def _table(table: pd.DataFrame) -> str:
 
 
 def _badges(counts: dict[str, int]) -> str:
-    words = {"holds": "hold", "within noise": "within noise", "fails": "fail"}
+    words = {"holds": "hold", "fails": "fail"}
     return " ".join(
         f'<span class="badge {_outcome_class(o)}">{counts[o]} {words.get(o, o)}</span>'
         for o in OUTCOMES
@@ -249,23 +312,134 @@ def _figure(png: Path, root: Path) -> str:
 
 
 def former_rule_note(tables: list[str]) -> str:
-    """What a page must say when its claims tables were decided by the former rule (never counted)."""
+    """What a page must say when its claims tables were decided by a former rule (never counted)."""
     return (
-        f"{', '.join(tables)}: decided by the former rule (a 2·SE band under a normal approximation, one "
-        "seed decided by its sign, the package's observations counted), so not counted here: not comparable "
-        "with today's rule (report.claims: Welch's t at 95 %, at least 3 seeds a side); rerun the notebook "
-        "to republish them."
+        f"{', '.join(tables)}: decided by a former rule (without paired tests, the paper's size, Holm's "
+        "adjustment or the scale of each verdict), so not counted here: not comparable with today's rule "
+        "(report.claims.RULE); rerun the notebook to republish them."
     )
 
 
-FORMER_BASES = ("2·SE", "sign (no SE)")  # the bases the former rule wrote (report.claims before Welch)
-
-
 def _former_rule(table: pd.DataFrame) -> bool:
-    """Whether a claims table was decided by the former rule: no ``kind`` column (today's rule writes one:
-    paper claim or the package's observation) or a basis the former rule alone wrote."""
-    former_basis = "basis" in table.columns and table["basis"].astype(str).isin(FORMER_BASES).any()
-    return "kind" not in table.columns or bool(former_basis)
+    """Whether a claims table was decided by a former rule: no ``kind`` or no ``verdict`` column (today's
+    rule writes both: whose claim, and the verdict after the page's Holm adjustment)."""
+    return not {"kind", "verdict"} <= set(table.columns)
+
+
+def page_meta(folder: Path) -> str:
+    """One paragraph on a published page (its ``published.json``): when it ran, how long, the commit, the
+    ``--set`` parameters, the code that computed its runs and what ran (empty for an unpublished report)."""
+    meta_file = folder / "published.json"
+    meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
+    if not meta:
+        return ""
+    ran = f"ran {meta['ran']} in {meta.get('seconds', '?')} s" if "ran" in meta else "run date unknown"
+    where = f", commit {meta['commit']}" if "commit" in meta else ""
+    params = f", parameters set: `{meta['set']}`" if meta.get("set") else ""  # reproduce.sh --set
+    what = what_ran(meta.get("runs"))
+    return f"_{ran}{where}{params}._ {runs_header(meta.get('runs'))}" + (f" {what}" if what else "")
+
+
+DIGEST_ROWS = 24  # primary claims a page lists before pointing to its claims tables
+
+
+def primary_digest(folder: Path) -> list[str]:
+    """One line per decided primary claim of a page's counted claims tables (the paper's abstract and
+    contributions): the claim, its verdict, the difference with its 95 % interval, the paper's size and the
+    test; at most :data:`DIGEST_ROWS`, then how many more."""
+    nb = NotebookFolder(folder)
+    lines = []
+    for csv, table in nb.claims.items():
+        if csv.name not in nb.counted or "primary" not in table.columns:
+            continue
+        rows = paper_claims(table)
+        rows = rows[
+            (rows["primary"].astype(str) == "True") & rows["verdict"].map(claim_outcome).isin(DECIDED)
+        ]
+        for r in rows.itertuples():
+            size = (
+                f"; the paper's size {float(r.paper_effect):+.2f}"
+                if r.paper_effect not in ("", "nan")
+                else ""
+            )
+            low, high, test = float(r.interval_low), float(r.interval_high), r.test.split(":")[0]
+            lines.append(
+                f"- {r.claim} ({r.dataset}): **{r.verdict}**; d = {float(r.difference):+.2f} (95 % interval "
+                f"{low:+.2f} to {high:+.2f}){size}; {test}"
+            )
+    if len(lines) > DIGEST_ROWS:
+        lines = [*lines[:DIGEST_ROWS], f"- … and {len(lines) - DIGEST_ROWS} more in the claims tables below"]
+    return lines
+
+
+def superseded_note(folder: Path, paper_readme: str) -> str:
+    """For a ``quick`` page: which of its claims a ``paper`` page decides at the paper's scale, linked."""
+    if folder.parent.name != "quick":
+        return ""
+    from fairfl_core.report.headline import superseded  # the main number reads this module
+
+    gone = superseded(folder.name, folder.parent.parent)
+    if gone.empty:
+        return ""
+    pages = ", ".join(f"[paper/{p}]({paper_readme}#{p})" for p in dict.fromkeys(gone["page"]))
+    return (
+        f"**{len(gone)} of this page's claims are decided at the paper's scale on {pages}, which supersedes "
+        "them here** (their rows below are indicative only)."
+    )
+
+
+def runs_header(runs: list[dict] | None) -> str:
+    """One line on the code that computed a page's runs: their numbers versions and commits, and how many were
+    computed by another numbers version than this code's (``fairfl_core/numbers_version.py``)."""
+    if runs is None:
+        return (
+            "Numbers version not recorded: these runs predate numbers versions, so this page may not be what "
+            "this code computes; rerun the notebook to check."
+        )
+    from fairfl_core.numbers_version import numbers_version
+
+    def current(run: dict) -> str | None:
+        try:
+            return numbers_version(run["algorithm"], run["model"])
+        except (KeyError, ValueError):
+            return None
+
+    behind = [r for r in runs if r.get("numbers_version") != current(r)]
+    versions = ", ".join(sorted({str(r.get("numbers_version")) for r in runs}))
+    commits = sorted({str(r.get("commit")) for r in runs})
+    by = f"commit {commits[0]}" if len(commits) == 1 else f"{len(commits)} commits ({', '.join(commits)})"
+    line = f"{len(runs)} runs, numbers version(s) {versions}, computed by {by}"
+    if behind:
+        return (
+            f"{line}. **{len(behind)} of them were computed by another numbers version than this code's**: "
+            "rerun the notebook to refresh them."
+        )
+    return f"{line}: this code's numbers versions."
+
+
+def what_ran(runs: list[dict] | None) -> str:
+    """One line on what a page's runs are: their rounds, seeds, models, datasets (stand-ins labelled),
+    partitions and client counts, each the set over the runs; several round budgets are named as such."""
+    if not runs:
+        return ""
+
+    def values(key: str) -> list[str]:
+        return sorted({str(r[key]) for r in runs if r.get(key) is not None}, key=_natural)
+
+    rounds = values("rounds")
+    parts = [
+        f"{'round budgets' if len(rounds) > 1 else 'rounds'} {', '.join(rounds)}" if rounds else "",
+        f"seeds {', '.join(values('seed'))}" if values("seed") else "",
+        f"models {', '.join(values('model'))}" if values("model") else "",
+        f"data {'; '.join(values('dataset'))}" if values("dataset") else "",
+        f"partitions {', '.join(values('partition'))}" if values("partition") else "",
+        f"clients {', '.join(values('clients'))}" if values("clients") else "",
+    ]
+    return "What ran: " + "; ".join(p for p in parts if p) + "."
+
+
+def _natural(text: str) -> tuple:
+    return (0, float(text), text) if text.replace(".", "", 1).isdigit() else (1, 0.0, text)
 
 
 class NotebookFolder:
@@ -290,8 +464,31 @@ class NotebookFolder:
         self.counted = [  # the claims tables of the headline
             c.name for c, n in counted.items() if n is not None and c.name not in self.former_rule
         ]
-        readable = [n for c, n in counted.items() if n is not None and c.name in self.counted]
-        self.counts = {o: sum(n[o] for n in readable) for o in OUTCOMES} if readable else None
+        tables = [t for c, t in self.claims.items() if c.name in self.counted]
+        self.counts = _sum(claim_counts(t) for t in tables) if tables else None
+        self.paper_scale = _sum(claim_counts(t, at_paper_scale(t)) for t in tables) if tables else None
+        self.indicative = _sum(claim_counts(t, ~at_paper_scale(t)) for t in tables) if tables else None
+        self.shares = scale_range(tables)
+        self.analytic: Counter[str] = Counter()
+        for t in tables:
+            self.analytic.update(analytic_counts(t))
+
+    def scale_line(self) -> str:
+        """The headline's counts split by scale: verdicts at the paper's scale, then indicative ones."""
+        if self.counts is None or self.paper_scale is None or self.indicative is None:
+            return ""
+        parts = []
+        for what, counts in (
+            ("at the paper's scale", self.paper_scale),
+            (f"indicative ({self.shares})", self.indicative),
+        ):
+            decided = sum(counts[o] for o in DECIDED)
+            if decided:
+                parts.append(f"{what}: " + ", ".join(f"{counts[o]} {o}" for o in DECIDED if counts[o]))
+        analytic = ", ".join(f"{n} {o}" for o, n in sorted(self.analytic.items()))
+        if analytic:
+            parts.append(f"analytic checks (listed apart): {analytic}")
+        return "; ".join(parts)
 
     def headline(self) -> str:
         if not self.claims:
@@ -300,8 +497,11 @@ class NotebookFolder:
         if self.counts is not None:
             sources = ", ".join(self.counted)
             parts.append(
-                f"Claims: {_badges(self.counts)} <span class='links'>(from {html.escape(sources)})</span>"
+                f"Claims of the paper: {_badges(self.counts)} "
+                f"<span class='links'>(from {html.escape(sources)})</span>"
             )
+            if self.scale_line():
+                parts.append(html.escape(self.scale_line()))
         if self.smoke:
             parts.append(html.escape(SMOKE_NOTE))
         if self.unreadable:
@@ -340,6 +540,8 @@ class NotebookFolder:
         if log.exists():
             links.append(_link(log, root, "execution log"))
         parts.append(f"<p class='links'>Executed notebook: {' · '.join(links) or 'none'}</p>")
+        meta, note = page_meta(self.folder), superseded_note(self.folder, "../paper/index.html")
+        parts += [f"<p class='links'>{html.escape(text)}</p>" for text in (meta, note) if text]
         for csv, table in self.main.items():
             if len(table) <= OPEN_ROWS:
                 parts.append(f"<h3>{html.escape(csv.stem)}</h3><p class='links'>{_formats(csv, root)}</p>")
@@ -368,6 +570,13 @@ class NotebookFolder:
         )
 
 
+def _sum(counts) -> dict[str, int]:
+    total: Counter[str] = Counter()
+    for c in counts:
+        total.update(c or {})
+    return {o: total.get(o, 0) for o in OUTCOMES}
+
+
 def notebook_folders(root: Path) -> list[Path]:
     """The notebook folders of a reports or published directory (not its run archives' folder)."""
     return sorted(d for d in root.iterdir() if d.is_dir() and d.name != ARCHIVES)
@@ -393,7 +602,8 @@ def write_index(reports_dir: str | Path) -> Path:
         f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{title}</title>"
         f"<style>{_STYLE}</style></head><body><h1>{title}</h1>"
         f"<p>Claims per notebook: each paper statement checked on the reproduced runs; tables give the "
-        f"paper's number beside the reproduced mean ± std over seeds.</p>{summary}\n{body}\n</body></html>\n"
+        f"paper's number beside the reproduced mean ± std over seeds.</p><p class='links'>The rule "
+        f"(report.claims.RULE): {html.escape(RULE)}.</p>{summary}\n{body}\n</body></html>\n"
     )
     out = root / "index.html"
     out.write_text(page)

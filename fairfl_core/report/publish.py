@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from fairfl_core.experiments import archive
+from fairfl_core.report.claims import RULE
 from fairfl_core.report.index import (
     OPEN_ROWS,
     OUTCOMES,
@@ -34,10 +35,13 @@ from fairfl_core.report.index import (
     NotebookFolder,
     former_rule_note,
     notebook_folders,
+    page_meta,
+    primary_digest,
+    superseded_note,
     write_index,
 )
 
-__all__ = ["KEPT", "markdown_index", "publish"]
+__all__ = ["KEPT", "markdown_index", "page_sets", "publish"]
 
 KEPT = (".csv", ".md", ".png")  # tables and figures; LaTeX, PDF, the executed notebook and logs stay out
 
@@ -108,6 +112,16 @@ def publish(
     return published
 
 
+def page_sets(page: str | Path) -> list[str]:
+    """The ``--set NAME=VALUE`` parameters a published page ran with (its ``status.json``: the list ``sets``,
+    or the space-separated ``set`` of pages published before it), so that ``--from-archive`` rebuilds it."""
+    status_file = Path(page) / "status.json"
+    if not status_file.exists():
+        return []
+    status = json.loads(status_file.read_text())
+    return list(status.get("sets", str(status.get("set", "")).split()))
+
+
 def _uncommitted(status: dict, runs: list[dict] | None) -> str | None:
     """Why a notebook's results do not come from committed code (its run or one of its runs), or None."""
     if "uncommitted" in str(status.get("commit", "")):
@@ -130,60 +144,6 @@ def runs_provenance(ledger: Path) -> list[dict] | None:
     return [runs[h] for h in sorted(runs)]
 
 
-def runs_header(runs: list[dict] | None) -> str:
-    """One line on the code that computed a page's runs: their numbers versions and commits, and how many were
-    computed by another numbers version than this code's (``fairfl_core/numbers_version.py``)."""
-    if runs is None:
-        return (
-            "Numbers version not recorded: these runs predate numbers versions, so this page may not be what "
-            "this code computes; rerun the notebook to check."
-        )
-    from fairfl_core.numbers_version import numbers_version
-
-    def current(run: dict) -> str | None:
-        try:
-            return numbers_version(run["algorithm"], run["model"])
-        except (KeyError, ValueError):
-            return None
-
-    behind = [r for r in runs if r.get("numbers_version") != current(r)]
-    versions = ", ".join(sorted({str(r.get("numbers_version")) for r in runs}))
-    commits = sorted({str(r.get("commit")) for r in runs})
-    by = f"commit {commits[0]}" if len(commits) == 1 else f"{len(commits)} commits ({', '.join(commits)})"
-    line = f"{len(runs)} runs, numbers version(s) {versions}, computed by {by}"
-    if behind:
-        return (
-            f"{line}. **{len(behind)} of them were computed by another numbers version than this code's**: "
-            "rerun the notebook to refresh them."
-        )
-    return f"{line}: this code's numbers versions."
-
-
-def what_ran(runs: list[dict] | None) -> str:
-    """One line on what a page's runs are: their rounds, seeds, models, datasets (stand-ins labelled),
-    partitions and client counts, each the set over the runs; several round budgets are named as such."""
-    if not runs:
-        return ""
-
-    def values(key: str) -> list[str]:
-        return sorted({str(r[key]) for r in runs if r.get(key) is not None}, key=_natural)
-
-    rounds = values("rounds")
-    parts = [
-        f"{'round budgets' if len(rounds) > 1 else 'rounds'} {', '.join(rounds)}" if rounds else "",
-        f"seeds {', '.join(values('seed'))}" if values("seed") else "",
-        f"models {', '.join(values('model'))}" if values("model") else "",
-        f"data {'; '.join(values('dataset'))}" if values("dataset") else "",
-        f"partitions {', '.join(values('partition'))}" if values("partition") else "",
-        f"clients {', '.join(values('clients'))}" if values("clients") else "",
-    ]
-    return "What ran: " + "; ".join(p for p in parts if p) + "."
-
-
-def _natural(text: str) -> tuple:
-    return (0, float(text), text) if text.replace(".", "", 1).isdigit() else (1, 0.0, text)
-
-
 def _headline(nb: NotebookFolder) -> str:
     former = f"**{former_rule_note(nb.former_rule)}**" if nb.former_rule else ""
     if nb.counts is None:
@@ -192,6 +152,8 @@ def _headline(nb: NotebookFolder) -> str:
         f"**{nb.counts[o]}** {o}" for o in OUTCOMES if o not in ("not decided", "not checked") or nb.counts[o]
     )
     line = f"Claims of the paper: {counts} (from {', '.join(nb.counted)})."
+    if nb.scale_line():
+        line += f" {nb.scale_line()[0].upper()}{nb.scale_line()[1:]}."
     if nb.smoke:
         line += f" {SMOKE_NOTE[0].upper()}{SMOKE_NOTE[1:]}."
     return f"{line} {former}" if former else line
@@ -216,22 +178,24 @@ def markdown_index(dest: str | Path) -> str:
         "dataset say so in their `stand-in` column and compare with the paper on the direction and size "
         "of an effect, not on the raw number. `index.html` is the same page for a browser.",
         "",
+        f"Claims are decided under one rule (`report.claims.RULE`): {RULE}.",
+        "",
     ]
     folders = notebook_folders(root)
     if not folders:
         lines.append("Nothing published yet.")
     for folder in folders:
         nb = NotebookFolder(folder)
-        meta_file = folder / "published.json"
-        meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
-        ran = f"ran {meta['ran']} in {meta.get('seconds', '?')} s" if "ran" in meta else "run date unknown"
-        where = f", commit {meta['commit']}" if "commit" in meta else ""
-        params = f", parameters set: `{meta['set']}`" if meta.get("set") else ""  # reproduce.sh --set
-        runs = runs_header(meta.get("runs"))
-        what = what_ran(meta.get("runs"))
-        lines += [f"## {folder.name}", "", f"_{ran}{where}{params}._ {runs}", ""]
-        lines += [what, ""] if what else []
+        lines += [f"## {folder.name}", "", page_meta(folder), ""]
+        note = superseded_note(folder, "../paper/README.md")
+        lines += [note, ""] if note else []
         lines += [_headline(nb), ""]
+        digest = primary_digest(folder)
+        lines += (
+            ["The paper's primary claims (abstract, contributions), decided here:", "", *digest, ""]
+            if digest
+            else []
+        )
         for csv, table in nb.main.items():
             md = csv.with_suffix(".md")
             lines.append(f"### [{csv.stem}]({folder.name}/{md.name}) ([CSV]({folder.name}/{csv.name}))")

@@ -2,7 +2,9 @@
 
 A README block between ``<!-- published: <csv path> -->`` and ``<!-- /published -->`` is generated from
 that CSV (a :func:`fairfl_core.report.tables.results_table`, as published in ``published/<profile>/``) by
-:func:`compact_table`: one row per method, each metric's cell reading "reproduced (paper)". Run
+:func:`compact_table`: one row per method, each metric's cell reading "reproduced (paper)". A block between
+``<!-- claims -->`` and ``<!-- /claims -->`` is the main number over the published pages
+(:func:`fairfl_core.report.headline.markdown`). Run
 ``python -m fairfl_core.report.readme`` after publishing to rewrite every block; the test suite checks that
 the README agrees with the CSVs it cites, so a hand edit or a stale copy fails.
 """
@@ -18,6 +20,7 @@ import pandas as pd
 __all__ = ["compact_table", "sync_readme"]
 
 _BLOCK = re.compile(r"(<!-- published: (?P<csv>\S+) -->\n)(?P<body>.*?)(<!-- /published -->)", re.DOTALL)
+_CLAIMS = re.compile(r"(<!-- claims -->\n)(?P<body>.*?)(<!-- /claims -->)", re.DOTALL)
 _REPRODUCED = " reproduced"
 
 
@@ -68,7 +71,14 @@ def sync_readme(readme: str | Path, root: str | Path | None = None) -> tuple[str
         used.append(match["csv"])
         return match.group(1) + compact_table(csv) + match.group(4)
 
-    return _BLOCK.sub(_regenerate, path.read_text()), used
+    text = _BLOCK.sub(_regenerate, path.read_text())
+    if _CLAIMS.search(text):
+        from fairfl_core.report.headline import markdown
+
+        claims = markdown(base / "published")
+        text = _CLAIMS.sub(lambda m: m.group(1) + claims + m.group(3), text)
+        used.append("published/ (claims)")
+    return text, used
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ tidy DataFrames: one row per run, per evaluation (learning curves) or per client
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -25,6 +26,7 @@ __all__ = [
     "load_diagnostics",
     "load_curves",
     "load_runs",
+    "model_spec",
     "outcome_table",
     "with_extra_cost",
 ]
@@ -43,6 +45,35 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def _setting(config: dict[str, Any]) -> str:
     """Hash of a run's config with the seed left out: the runs of one setting share it across seeds."""
     return config_hash(dataclasses.replace(ExperimentConfig.from_dict(config), seed=0))
+
+
+INPUT_OPTIONS = (
+    "in_channels",
+    "in_features",
+    "input_size",
+    "num_classes",
+)  # the data's shape, not the model's
+
+
+def model_spec(model: dict[str, Any] | None) -> str:
+    """A model as a claim's scale names it: its name and the options that size it (width, depth, ...), not
+    those the data fixes (:data:`INPUT_OPTIONS`), e.g. ``convmixer(depth=2, dim=32, patch_size=4)``."""
+    model = model or {}
+    options = {k: v for k, v in (model.get("options") or {}).items() if k not in INPUT_OPTIONS}
+    sized = ", ".join(f"{k}={options[k]}" for k in sorted(options))
+    return f"{model.get('name')}({sized})" if sized else str(model.get("name"))
+
+
+def _pairing(config: dict[str, Any]) -> str:
+    """What a run draws from its seed and shares with every other method's run of that seed: the partition
+    (its data section, the partition seed resolved), the initial model (its model section) and the client
+    sampling and minibatch streams (counter-based on the seed, ``sim/context.py``). Runs of one seed with
+    equal keys are paired in the claims' tests."""
+    data = dict(config["data"])
+    seed = config.get("seed", 0)
+    data["partition_seed"] = seed if data.get("partition_seed") is None else data["partition_seed"]
+    blob = json.dumps({"seed": seed, "data": data, "model": config.get("model")}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def _judged(summary: dict[str, Any], models: str, path: Path) -> dict[str, Any]:
@@ -79,6 +110,8 @@ def _run_row(path: Path, label: str | None, models: str = "own") -> dict[str, An
         "rounds": summary["rounds"],
         "hash": path.name,
         "setting": _setting(config),
+        "pairing": _pairing(config),
+        "model": model_spec(config.get("model")),
         "path": str(path),
     }
     row.update({k: v for k, v in summary.items() if k not in row and k != "name"})

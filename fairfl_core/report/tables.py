@@ -34,6 +34,7 @@ METRIC_LABELS = {
     "worst5": "Worst 5%",
     "worst10": "Worst 10%",
     "best5": "Best 5%",
+    "acc_last5": "Acc. (mean of the last 5 evaluations)",
     "min": "Min",
     "max": "Max",
     "p10": "P10",
@@ -87,9 +88,12 @@ def aggregate(
     """Long table of mean, std (ddof=1) and ``n`` (runs with a value) per group of ``by`` and metric, groups
     in order of first appearance; a group never pools two settings (:func:`distinct_methods`). Also carries
     ``data``/``stand_in`` of each group (for the paper join), its number of ``runs`` and of ``diverged``
-    runs. Missing values (``None`` in a summary) are skipped, and so are the metrics of a diverged run: they
-    are its last evaluation before the divergence (the initial model's, for a run that diverges before its
-    first evaluation), not a result of the run."""
+    runs, its configured ``rounds`` and ``model`` (the scale of a claim), and what the claims' paired tests
+    need: ``values`` (seed → value) and ``keys`` (seed → the run's pairing key, ``report.results``), and
+    ``censored``: runs whose value only bounds it (a column ``<metric>_censored`` of the runs marks them).
+    Missing values (``None`` in a summary) are skipped, and so are the metrics of a diverged run: they are its
+    last evaluation before the divergence (the initial model's, for a run that diverges before its first
+    evaluation), not a result of the run."""
     runs = distinct_methods(runs, by)
     metrics, by = list(metrics), list(by)
     unknown = [m for m in metrics if m not in runs]
@@ -100,20 +104,47 @@ def aggregate(
         )
     trained = runs["status"] != "diverged"
     runs = runs.assign(**{m: pd.to_numeric(runs[m], errors="coerce").where(trained) for m in metrics})
+    for column, default in (
+        ("config.train.rounds", runs.get("rounds")),
+        ("model", runs.get("config.model.name")),
+    ):
+        if column not in runs:
+            runs = runs.assign(**{column: default})
+    if "pairing" not in runs:
+        runs = runs.assign(pairing=None)
     groups = runs.groupby(by, sort=False, dropna=False)
     info = groups.agg(
         runs=("status", "size"),
         data=("data", "first"),
         stand_in=("stand_in", "first"),
         diverged=("status", lambda s: int((s == "diverged").sum())),
+        rounds=("config.train.rounds", "max"),
+        model=("model", "first"),
     )
     rows = []
     for m in metrics:
         values = groups[m].agg(mean="mean", std="std", n="count")
+        seeds = groups[[m, "seed", "pairing"]].apply(_seed_values, include_groups=False)
+        values = values.assign(values=seeds.map(lambda v: v[0]), keys=seeds.map(lambda v: v[1]))
+        censored = f"{m}_censored"
+        flags = (
+            runs[censored].fillna(False).astype(bool) if censored in runs else pd.Series(False, runs.index)
+        )
+        values["censored"] = flags.groupby([runs[b] for b in by], sort=False, dropna=False).sum().astype(int)
         rows.append(values.join(info).assign(metric=m).reset_index())
     return pd.concat(rows, ignore_index=True)[
-        [*by, "data", "stand_in", "metric", "mean", "std", "n", "runs", "diverged"]
+        [*by, "data", "stand_in", "metric", "mean", "std", "n", "runs", "diverged", "rounds", "model"]
+        + ["values", "keys", "censored"]
     ]
+
+
+def _seed_values(group: pd.DataFrame) -> tuple[dict[int, float], dict[int, str]]:
+    """(seed → value, seed → pairing key) of one group's runs with a value (the first column)."""
+    metric = group.columns[0]
+    kept = group[group[metric].notna()]
+    values = {int(s): float(v) for s, v in zip(kept["seed"], kept[metric], strict=True)}
+    keys = {int(s): str(k) for s, k in zip(kept["seed"], kept["pairing"], strict=True) if isinstance(k, str)}
+    return values, keys
 
 
 def format_mean_std(mean: float | None, std: float | None, decimals: int = 2) -> str:
@@ -183,9 +214,13 @@ def caption(
 ) -> str:
     """``title`` and what ran at ``profile`` on this machine: the profile's description (its rounds against
     the paper's, seeds, model, substituted or untuned settings; ``experiments.profiles``), the seeds where
-    ``seeds`` replaces the profile's, and the data set with its stand-in label and partition. A table of
-    several experiments names each one's."""
+    ``seeds`` replaces the profile's, the model, and the data set with its stand-in label and partition
+    (fixed across seeds, or redrawn for each). A table of several experiments names each one's. With one
+    seed, "mean ± std over seeds" in ``title`` reads "one seed, no spread"."""
     seeds = None if seeds is None else list(seeds)  # read once per experiment
+    names = [experiment] if isinstance(experiment, str) else list(dict.fromkeys(experiment))
+    if all(len(seeds if seeds is not None else get_profile(n, profile).seeds) == 1 for n in names):
+        title = title.replace("mean ± std over seeds", "one seed, no spread")
     if not isinstance(experiment, str):
         names = list(dict.fromkeys(experiment))
         if len(names) != 1:
@@ -204,8 +239,13 @@ def _what_ran(experiment: str, profile: str, seeds: Iterable[int] | None) -> str
     data = config.data
     where = f"{data.name}" + (f", stand-in for {data.stand_in}" if data.stand_in else "")
     split = f"{data.num_clients} clients, {data.partition} partition" if data.num_clients else data.partition
+    split += (
+        f" fixed across seeds (partition seed {data.partition_seed})"
+        if data.partition_seed is not None
+        else " redrawn for each seed"
+    )
     ran = f"seeds {', '.join(map(str, seeds))}; " if seeds is not None else ""
-    return f"{chosen.description}; {ran}data {where}, {split}"
+    return f"{chosen.description}; {ran}model {config.model.name}; data {where}, {split}"
 
 
 def save_table(

@@ -235,7 +235,7 @@ def test_claims_name_registered_methods_and_hold_in_the_papers_numbers(name):
     paper = report.paper_values(exp, runs, tuple(tables))
     as_results = paper.rename(columns={"paper_value": "mean", "paper_std": "std"}).assign(n=5)
     checked = report.check_claims(claims, as_results, paper)
-    # the printed means satisfy every claim; with the printed stds over 5 seeds a few are within noise
+    # the printed means satisfy every claim; with the printed stds over 5 seeds a few are undetermined
     assert set(checked["holds_in_paper"]) == {"holds"}, checked.loc[checked["holds_in_paper"] != "holds"]
     assert "fails" not in set(checked["result"]), checked.loc[checked["result"] == "fails", "claim"]
 

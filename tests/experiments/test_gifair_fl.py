@@ -87,21 +87,25 @@ def test_targets_table_on_hand_numbers():
     assert c1.startswith("C1 ") and c2.startswith("C2 ")
     # one seed: not decided, whatever the numbers (a 30% reduction, −0.5 points)
     assert t["result"].tolist() == ["not decided", "not decided"]
-    assert t["basis"].tolist() == ["not decided (1 seed)"] * 2
+    assert t["test"].tolist() == ["not decided (1 seed)"] * 2
     # the paper's printed numbers are exact: the sign decides (−74%; +8.7 points)
     assert t["holds_in_paper"].tolist() == ["holds", "holds"]
     assert t.loc[c1, "change"] == "-30%" and t.loc[c1, "change paper"] == "-74%"
     assert t.loc[c2, "change"] == "-0.50" and t.loc[c2, "change paper"] == "+8.70"
-    assert t["source"].str.startswith('§5.3 (Tables 2, 3, 5): "As shown in Tables 2, 3 and 5').all()
+    assert t["source"].str.startswith('Abstract: "Compared to existing algorithms').all()  # primary claims
+    assert (
+        t["source"].str.contains('§5.3 (Tables 2, 3, 5): "As shown in Tables 2, 3 and 5', regex=False).all()
+    )
 
 
 @pytest.mark.parametrize(
     ("std_g", "mean_g", "c1", "c2"),
     [
         # 4 seeds, every std 2 (√Var) and 1 (ā): SE = √(4/4 + 4/4) = √2 and √(1/4 + 1/4) = 0.707, Welch's
-        # ν = 6 for both (equal variances and n), t_6 = 2.447: bands 3.46 and 1.73
-        (18.0, 79.5, "within noise", "within noise"),  # C1 margin 2, C2 margin −0.5: inside the bands
-        (14.0, 77.0, "holds", "fails"),  # margins 6 and −3: outside
+        # ν = 6 for both (equal variances and n), t_6 = 2.447: bands 3.46 and 1.73. C2 is non-inferiority by
+        # 1 point: d + 1 is tested
+        (18.0, 79.5, "undetermined", "undetermined"),  # C1 d = −2, C2 d + 1 = 0.5: inside the bands
+        (14.0, 77.0, "holds", "fails"),  # C1 d = −6, C2 d + 1 = −2: outside
     ],
 )
 def test_targets_table_is_seed_aware_and_agrees_with_the_checklist(std_g, mean_g, c1, c2):
@@ -115,7 +119,7 @@ def test_targets_table_is_seed_aware_and_agrees_with_the_checklist(std_g, mean_g
     paper = pd.DataFrame(columns=["dataset", "method", "metric", "paper_value"])
     t = G.targets_table(exp, agg, paper)
     assert t["result"].tolist() == [c1, c2]
-    assert t["basis"].tolist() == ["t(6.0)·SE, 95%"] * 2
+    assert t["test"].tolist() == ["Welch t(6.0): seed summaries only"] * 2
     assert t["holds_in_paper"].tolist() == ["n/a", "n/a"]
     # one definition: the checklist's C1 and C2 rows give the same verdicts
     claims = [c for c in G.checklist_claims(exp, pd.DataFrame()) if c.text.startswith(("C1 ", "C2 "))]
@@ -155,7 +159,7 @@ def test_group_claims_take_the_worst_group_from_fedavg():
     m = G.method_labels(exp)
     runs = pd.DataFrame(
         [
-            {"dataset": "d", "data": "x", "stand_in": None, "method": label, "status": "finished"}
+            {"dataset": "d", "data": "x", "stand_in": None, "method": label, "status": "finished", "seed": 0}
             | {"group_acc_0": 40.0, "group_acc_1": 70.0, "group_gap": 30.0}
             for label in m.values()
         ]
@@ -236,19 +240,21 @@ def test_lambda_checks_read_figures_4_and_5_seed_aware():
     trend = checks.loc["C11 discrepancy decreases with λ (Spearman ρ < 0)"]
     assert trend["value"] == pytest.approx(-math.sqrt(135 / 143)) and trend["result"] == "holds"
     assert trend["kind"] == "paper" and trend["source"] == G.S_FIG4_TREND
-    # the gap's per-run std is 1 at every λ: SE = √(1/3 + 1/3), Welch's ν = 4, band 2.776·SE = 2.27
+    # the gap's per-run std is 1 at every λ: SE = √(1/3 + 1/3), Welch's ν = 4 (the runs carry no pairing
+    # keys), band 2.776·SE = 2.27
     gap = checks.loc["C11 discrepancy at λ=0.9λmax below λ=0"]
-    assert gap["value"] == pytest.approx(-20.5) and gap["se"] == pytest.approx(math.sqrt(2 / 3))
+    assert gap["difference"] == pytest.approx(-20.5) and gap["se"] == pytest.approx(math.sqrt(2 / 3))
+    assert gap["value"] == pytest.approx(11.5) and gap["test"] == "Welch t(4.0): no pairing keys recorded"
     assert gap["result"] == "holds" and gap["kind"] == "observation"  # C11's second reading
-    # groups: std 0.5 per λ, SE = √(1/6) = 0.408, band 1.13; Male drops 5 points, Female rises 0.5 (a margin
-    # of 1 − 0.5 = 0.5 from the plateau's 1 point, in the band)
+    # groups: std 0.5 per λ, SE = √(1/6) = 0.408, band 1.13; Male drops 5 points, Female rises 0.5: its
+    # interval [−0.63, 1.63] is neither inside nor outside the plateau's ±1 point
     best = checks.loc["C12 best group (Male) drops from λ=0.6 to 0.9λmax"]
-    assert (best["value"], best["result"], best["kind"]) == (pytest.approx(-5.0), "holds", "paper")
+    assert (best["difference"], best["result"], best["kind"]) == (pytest.approx(-5.0), "holds", "paper")
     worst = checks.loc["C12 worst group (Female) plateaus from λ=0.6 to 0.9λmax (within 1 point)"]
-    assert (worst["value"], worst["result"]) == (pytest.approx(0.5), "within noise")
+    assert (worst["difference"], worst["result"]) == (pytest.approx(0.5), "undetermined")
     assert best["source"] == worst["source"] == G.S_FIG4_PLATEAU
     flat = G.lambda_checks(_lambda_runs([60] * 4, [50] * 4), ("Male", "Female"), "Figure 4")
-    assert flat["result"].iloc[:2].tolist() == ["within noise", "within noise"]
+    assert flat["result"].iloc[:2].tolist() == ["undetermined", "undetermined"]
     # Figure 5: the paper states only the trend; the plateau rows are the package's observations
     fig5 = G.lambda_checks(falling, ("Male", "Female"), "Figure 5")
     assert fig5["kind"].tolist() == ["paper", "observation", "observation", "observation"]
@@ -259,7 +265,7 @@ def test_lambda_checks_on_one_seed_are_not_decided():
     one = _lambda_runs([72, 70, 69, 64], [40, 48, 52, 52.5]).query("seed == 0")  # the quick profile's seed
     checks = G.lambda_checks(one, ("Male", "Female"), "Figure 4")
     assert checks["result"].tolist() == ["not decided"] * 4
-    assert checks["basis"].iloc[0].startswith("not decided (1 seed per λ); Spearman over 4 runs")
+    assert checks["test"].iloc[0].startswith("not decided (1 seed per λ); Spearman over 4 runs")
 
 
 TABLES = [

@@ -4,7 +4,7 @@ import struct
 import pandas as pd
 import pytest
 
-from fairfl_core.report.index import OPEN_ROWS, claim_counts, claim_outcome, write_index
+from fairfl_core.report.index import OPEN_ROWS, OUTCOMES, claim_counts, claim_outcome, write_index
 
 
 def _png(path, width, height=400):
@@ -62,9 +62,12 @@ def test_index_links_notebooks_tables_and_figures_with_status(tmp_path):
         (" Holds ", "holds"),
         ("True", "holds"),
         (True, "holds"),
-        ("within noise", "within noise"),
-        ("within_noise", "within noise"),
-        ("Within-Noise", "within noise"),
+        ("undetermined", "undetermined"),
+        ("within_noise", "undetermined"),  # the former class
+        ("smaller than the paper's", "smaller than the paper's"),
+        ("Not reproduced at the paper's size", "not reproduced at the paper's size"),
+        ("not decided (censored: 2 runs only bound the value)", "not decided"),
+        ("not checked (no offline data)", "not checked"),
         ("fail", "fails"),
         ("fails", "fails"),
         ("False", "fails"),
@@ -77,58 +80,69 @@ def test_claim_outcome_reads_the_two_and_the_three_outcome_forms(value, outcome)
     assert claim_outcome(value) == outcome
 
 
+ZERO = {o: 0 for o in OUTCOMES}
+
+
 def test_claim_counts_key_on_the_outcome_column():
-    outcomes = [*["holds"] * 3, *["within noise"] * 2, "fails", "", "not decided"]
-    three = pd.DataFrame({"claim": list("abcdefgh"), "result": outcomes})
+    outcomes = [*["holds"] * 3, *["undetermined"] * 2, "fails", "", "not decided", "smaller than the paper's"]
+    three = pd.DataFrame({"claim": list("abcdefghi"), "result": outcomes})
     assert claim_counts(three) == {
+        **ZERO,
         "holds": 3,
-        "within noise": 2,
+        "undetermined": 2,
         "fails": 1,
         "not decided": 1,
         "not checked": 1,
+        "smaller than the paper's": 1,
     }
     two = pd.DataFrame({"claim": ["a", "b"], "result": ["pass", "fail"], "holds_in_paper": ["fail", "fail"]})
-    assert claim_counts(two) == {
-        "holds": 1,
-        "within noise": 0,
-        "fails": 1,
-        "not decided": 0,
-        "not checked": 0,
-    }
-    # "outcome" is read before "result"; a table without any outcome column has no counts
-    both = two.assign(outcome=["within noise", "within noise"])
-    assert claim_counts(both)["within noise"] == 2
+    assert claim_counts(two) == {**ZERO, "holds": 1, "fails": 1}
+    # "verdict" (after the page's Holm adjustment) is read before "result"; no outcome column: no counts
+    both = two.assign(verdict=["undetermined", "undetermined"])
+    assert claim_counts(both)["undetermined"] == 2
     assert claim_counts(pd.DataFrame({"claim": ["a"], "value": [1.0]})) is None
+
+
+def _decided(n, **columns):
+    """A claims table of today's rule: paper claims with a verdict, at the paper's scale unless told."""
+    base = {
+        "kind": "paper",
+        "claim": [f"claim {i}" for i in range(n)],
+        "rounds_share": 1.0,
+        "model": "the paper's (mlp)",
+        "data": "real",
+    }
+    return pd.DataFrame({**base, **columns})
 
 
 def test_headline_counts_every_claims_table_of_a_notebook(tmp_path):
     nb = tmp_path / "paper"
     nb.mkdir()
-    outcomes = ["holds", "holds", "within noise", "within noise", "fails", "missing"]
-    pd.DataFrame({"kind": "paper", "claim": [f"claim {i}" for i in range(6)], "result": outcomes}).to_csv(
-        nb / "claims.csv", index=False
-    )
-    pd.DataFrame(
-        {"kind": "paper", "claim": ["C11", "C12"], "value": [-0.5, 2.0], "holds": [True, False]}
+    outcomes = ["holds", "holds", "undetermined", "undetermined", "fails", "missing"]
+    _decided(6, result=outcomes, verdict=outcomes).to_csv(nb / "claims.csv", index=False)
+    _decided(2, value=[-0.5, 2.0], result=["holds", "fails"], verdict=["holds", "fails"]).assign(
+        rounds_share=0.2
     ).to_csv(nb / "lambda_claims.csv", index=False)
-    pd.DataFrame({"kind": "paper", "claim": ["toy"], "value": [1.0]}).to_csv(
-        nb / "toy_claims.csv", index=False
-    )
+    pd.DataFrame({"kind": "paper", "claim": ["toy"], "value": [1.0], "verdict": ["x"]}).drop(
+        columns="verdict"
+    ).to_csv(nb / "toy_claims.csv", index=False)
 
     page = write_index(tmp_path).read_text()
     headline = page[page.index('<p class="headline">') :]
     headline = headline[: headline.index("</p>")]
-    assert '<span class="badge o-holds">3 hold</span>' in headline  # 2 + True
-    assert '<span class="badge o-noise">2 within noise</span>' in headline
-    assert '<span class="badge o-fails">2 fail</span>' in headline  # 1 + False
+    assert '<span class="badge o-holds">3 hold</span>' in headline
+    assert '<span class="badge o-na">2 undetermined</span>' in headline
+    assert '<span class="badge o-fails">2 fail</span>' in headline
     assert '<span class="badge o-na">1 not checked</span>' in headline
-    assert "toy_claims.csv: no outcome column (outcome / result / verdict / holds); not counted" in headline
+    assert "at the paper&#x27;s scale: 2 holds, 2 undetermined, 1 fails" in headline
+    assert "indicative (20 % of the paper&#x27;s rounds): 1 holds, 1 fails" in headline
+    assert "toy_claims.csv: decided by a former rule" in headline  # no verdict column: not counted
     # the summary table at the top carries the same counts, in OUTCOMES order
     assert '<a href="#paper">paper</a>' in page
-    counts = '<td class="num">3</td><td class="num">2</td><td class="num">2</td><td class="num">0</td>'
-    assert counts + '<td class="num">1</td>' in page
+    counts = [3, 0, 0, 2, 2, 0, 1]
+    assert "".join(f'<td class="num">{n}</td>' for n in counts) in page
     # outcome cells are coloured; the claims tables are folded, their counts in the summary line
-    assert '<td class="o-noise">within noise</td>' in page and '<td class="o-fails">False</td>' in page
+    assert '<td class="o-holds">holds</td>' in page and '<td class="o-fails">fails</td>' in page
     assert "<details><summary>Claims: claims " in page and "<details><summary>Claims: lambda_claims " in page
 
 
@@ -185,28 +199,21 @@ def test_the_packages_observations_are_never_counted():
     assert claim_counts(kinds)["holds"] == 2
 
 
-def _claims_page(folder, profile, basis):
+def _claims_page(folder, profile, former=False):
     folder.mkdir(parents=True)
     (folder / "status.json").write_text(json.dumps({"status": "ok", "seconds": 1, "profile": profile}))
-    pd.DataFrame(
-        {
-            "kind": "paper",
-            "claim": ["a", "b"],
-            "result": ["holds", "fails"],
-            "source": "Table 1",
-            "basis": basis,
-        }
-    ).to_csv(folder / "claims.csv", index=False)
+    table = _decided(2, result=["holds", "fails"], verdict=["holds", "fails"], source="Table 1")
+    (table.drop(columns="verdict") if former else table).to_csv(folder / "claims.csv", index=False)
 
 
 def test_a_smoke_page_decides_no_claim(tmp_path):
     """Issue "Verdicts a reader can trust" item 8: smoke checks the pipeline, its pages decide nothing."""
     from fairfl_core.report.index import SMOKE_OUTCOME, NotebookFolder
 
-    _claims_page(tmp_path / "smoke" / "afga", "smoke", "Welch t, df 4.0")
-    _claims_page(tmp_path / "quick" / "afga", "quick", "Welch t, df 4.0")
+    _claims_page(tmp_path / "smoke" / "afga", "smoke")
+    _claims_page(tmp_path / "quick" / "afga", "quick")
     smoke, quick = NotebookFolder(tmp_path / "smoke" / "afga"), NotebookFolder(tmp_path / "quick" / "afga")
-    assert smoke.counts == {"holds": 0, "within noise": 0, "fails": 0, "not decided": 2, "not checked": 0}
+    assert smoke.counts == {**ZERO, "not decided": 2}
     assert quick.counts["holds"] == 1 and quick.counts["fails"] == 1
     page = write_index(tmp_path / "smoke").read_text()
     assert page.count(SMOKE_OUTCOME) == 2 and 'class="o-holds"' not in page and 'class="o-fails"' not in page
@@ -215,8 +222,34 @@ def test_a_smoke_page_decides_no_claim(tmp_path):
 def test_claims_decided_by_the_former_rule_are_shown_and_never_counted(tmp_path):
     from fairfl_core.report.index import NotebookFolder
 
-    _claims_page(tmp_path / "quick" / "gifair_fl", "quick", "2·SE")
+    _claims_page(tmp_path / "quick" / "gifair_fl", "quick", former=True)
     page = NotebookFolder(tmp_path / "quick" / "gifair_fl")
     assert page.counts is None and page.former_rule == ["claims.csv"]
     assert "so not counted here" in page.headline()
     assert "no claims counted (former rule)" in page.summary_row()
+
+
+def test_a_page_digests_its_decided_primary_claims(tmp_path):
+    from fairfl_core.report.index import primary_digest
+
+    nb = tmp_path / "paper"
+    nb.mkdir()
+    verdicts = ["holds", "smaller than the paper's", "holds", "not decided"]
+    _decided(
+        4,
+        primary=[True, True, False, True],
+        dataset="fmnist",
+        result=verdicts,
+        verdict=verdicts,
+        difference=[-42.7, 0.5, 1.0, 2.0],
+        interval_low=[-83.1, 0.1, 0.2, float("nan")],
+        interval_high=[-2.3, 0.9, 1.8, float("nan")],
+        paper_effect=[-19.03, 1.01, float("nan"), float("nan")],
+        test=["paired t(4): each seed's runs share …", "Welch t(6.1): seed summaries only", "x", ""],
+    ).to_csv(nb / "claims.csv", index=False)
+    assert primary_digest(nb) == [
+        "- claim 0 (fmnist): **holds**; d = -42.70 (95 % interval -83.10 to -2.30); the paper's size -19.03; "
+        "paired t(4)",
+        "- claim 1 (fmnist): **smaller than the paper's**; d = +0.50 (95 % interval +0.10 to +0.90); the "
+        "paper's size +1.01; Welch t(6.1)",
+    ]  # the non-primary and the undecided claims are not digested

@@ -25,7 +25,7 @@ def _notebook(folder, status, commit="abc1234", set=""):
     save_table(main, folder, "table1", caption="Table 1")
     save_table(
         pd.DataFrame(
-            {"kind": "paper", "claim": ["a", "b", "c"], "outcome": ["holds", "within noise", "fails"]}
+            {"kind": "paper", "claim": ["a", "b", "c"], "verdict": ["holds", "undetermined", "fails"]}
         ),
         folder,
         "claims",
@@ -58,7 +58,8 @@ def test_publish_copies_tables_and_figures_of_successful_notebooks(tmp_path):
 
     readme = (dest / "README.md").read_text()
     assert "# Published results: profile `quick`" in readme
-    assert "Claims of the paper: **1** holds, **1** within noise, **1** fails (from claims.csv)." in readme
+    assert "Claims of the paper: **1** holds, **0** smaller than the paper's, **0** not reproduced" in readme
+    assert "**1** undetermined, **1** fails (from claims.csv)." in readme
     assert "| FedEBA+  | 25 ± 3" in readme  # the main table inline
     assert "![curves](fedeba_plus/curves.png)" in readme and "[claims](fedeba_plus/claims.md)" in readme
     assert readme.index("## afga") < readme.index("## fedeba_plus")
@@ -168,24 +169,20 @@ def test_results_of_uncommitted_code_are_not_published(tmp_path, capsys):
 def test_a_page_decided_by_the_former_rule_says_so(tmp_path):
     reports, dest = tmp_path / "reports" / "quick", tmp_path / "published" / "quick"
     _notebook(reports / "afga", "ok")
-    old = pd.DataFrame({"claim": ["a"], "result": ["holds"], "se": [0.5], "basis": ["2·SE"]})
-    save_table(old, reports / "afga", "claims_old")
-    new = pd.DataFrame(
-        {"kind": "paper", "claim": ["a"], "result": ["holds"], "basis": ["Spearman over 9 runs"]}
-    )
-    save_table(new, reports / "afga", "claims_new")  # a table of today's rule without a df column
+    old = pd.DataFrame({"kind": "paper", "claim": ["a"], "result": ["holds"], "basis": ["t(4.0)·SE, 95%"]})
+    save_table(old, reports / "afga", "claims_old")  # Welch on every row, no verdict after Holm
+    new = pd.DataFrame({"kind": "paper", "claim": ["a"], "result": ["holds"], "verdict": ["holds"]})
+    save_table(new, reports / "afga", "claims_new")
     publish(reports, dest)
     readme = (dest / "README.md").read_text()
-    assert "claims_old.csv: decided by the former rule" in readme and "so not counted here" in readme
+    assert "claims_old.csv: decided by a former rule" in readme and "so not counted here" in readme
     assert "claims_new.csv: decided" not in readme
-    assert (
-        "**2** holds, **1** within noise, **1** fails (from claims.csv, claims_new.csv)" in readme
-    )  # not old
-    assert "decided by the former rule" in (dest / "index.html").read_text()
+    assert "**2** holds" in readme and "(from claims.csv, claims_new.csv)" in readme  # not old
+    assert "decided by a former rule" in (dest / "index.html").read_text()
 
 
 def test_a_page_says_what_ran():
-    from fairfl_core.report.publish import what_ran
+    from fairfl_core.report.index import what_ran
 
     runs = [
         {
@@ -239,3 +236,16 @@ def test_a_published_page_archives_the_runs_its_notebook_loaded(tmp_path, monkey
     assert publish(reports, dest, results) == ["afga"]
     profile, name, runs = read_manifest(dest / "runs" / "afga.tar.xz")
     assert (profile, name, [r.label for r in runs]) == ("quick", "afga", ["digits-test"])
+
+
+def test_a_page_remembers_the_parameters_it_was_published_with(tmp_path):
+    from fairfl_core.report.publish import page_sets
+
+    page = tmp_path / "fedeba_plus"
+    page.mkdir()
+    assert page_sets(page) == []  # never published
+    (page / "status.json").write_text(json.dumps({"status": "ok", "set": "columns=[FashionMNIST]"}))
+    assert page_sets(page) == ["columns=[FashionMNIST]"]  # a page published before "sets"
+    sets = ["columns=[FashionMNIST]", "methods=[FedAvg, FedEBA+]"]  # a value with a space
+    (page / "status.json").write_text(json.dumps({"status": "ok", "set": " ".join(sets), "sets": sets}))
+    assert page_sets(page) == sets

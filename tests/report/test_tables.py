@@ -181,8 +181,16 @@ def test_a_caption_says_what_ran():
     text = caption("FedEBA+ Table 1", "fedeba_table1_fmnist", "quick")
     assert text.startswith("FedEBA+ Table 1 (quick profile: ")
     assert get_profile("fedeba_table1_fmnist", "quick").description in text  # rounds, seeds, substitutions
-    assert text.endswith("data fashion_mnist, 100 clients, shards partition)")
+    assert text.endswith(
+        "model mlp; data fashion_mnist, 100 clients, shards partition fixed across seeds (partition seed 0))"
+    )
+    assert caption("x", "afga_table1_s1", "quick").endswith("redrawn for each seed)")
     assert "seeds 0, 4;" in caption("x", "fedeba_table1_fmnist", "quick", seeds=[0, 4])
+    # one seed has no spread: the caption does not promise one
+    spread = "T: mean ± std over seeds"
+    assert caption(spread, "fedeba_table1_fmnist", "quick").startswith(spread)  # 3 seeds
+    assert caption(spread, "client_dropout", "quick").startswith("T: one seed, no spread (quick profile")
+    assert caption(spread, "fedeba_table1_fmnist", "quick", seeds=[4]).startswith("T: one seed, no spread")
 
 
 def test_a_caption_of_several_experiments_names_what_each_ran():

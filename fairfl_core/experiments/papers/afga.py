@@ -52,6 +52,11 @@ __all__ = [
 PAPER = "afga"
 TARGET = 78.0  # R# target on CIFAR-10 (Tables 1, 5, 8)
 QUICK_ROUNDS = 20  # 45 runs (15 methods x 3 seeds) evaluated every round: about 20 min on 2 CPU cores
+# every profile's description (so every caption) gives the global-rate reading of Table 9 (docs/readings.md)
+GLOBAL_RATE = (
+    "global learning rate η = 0.01 for FedAdam, FedAMSGrad, AFGA and CAFGA as §6 states, against Table 9's "
+    "printed 1.0 for FedAMSGrad (and its AFGA and CAFGA cells read with η_l and η swapped)"
+)
 
 
 def target(experiment: str) -> float:
@@ -142,8 +147,8 @@ def _cifar10_profiles(
     small = "dim: 32, depth: 2, patch_size: 4"
     return {
         "smoke": Profile(
-            f"CI check: {what}ConvMixer-8-1, 10 clients (5 per round), 2 local steps, 2 rounds, 1 seed; not "
-            "comparable to the paper",
+            f"CI check: {what}ConvMixer-8-1, 10 clients (5 per round), 2 local steps, 2 rounds, 1 seed, "
+            f"{GLOBAL_RATE}; not comparable to the paper",
             2,
             (0,),
             1,
@@ -158,7 +163,8 @@ def _cifar10_profiles(
         ),
         "quick": Profile(
             f"{what}Setting {setting} (N = {n}, M = {m}), ConvMixer-32-2 with patch 4 instead of "
-            f"ConvMixer-256-8, {QUICK_ROUNDS} of the 500 rounds, 3 seeds, evaluated every round",
+            f"ConvMixer-256-8, {QUICK_ROUNDS} of the 500 rounds, 3 seeds, evaluated every round, "
+            f"{GLOBAL_RATE}",
             QUICK_ROUNDS,
             (0, 1, 2),
             1,
@@ -167,7 +173,7 @@ def _cifar10_profiles(
         ),
         "paper": Profile(
             f"{what}Setting {setting} (N = {n}, M = {m}), ConvMixer-256-8, 500 rounds, 3 seeds, evaluated "
-            "every round",
+            f"every round, {GLOBAL_RATE}",
             500,
             (0, 1, 2),
             1,
@@ -251,7 +257,8 @@ def _scaled(
     shown = "" if smoke_methods is None else f", only {', '.join(x.label for x in smoke_methods)}"
     return {
         "smoke": Profile(
-            f"CI check: {what}10 clients (5 per round), 2 local steps, 2 rounds, 1 seed, tiny model{shown}",
+            f"CI check: {what}10 clients (5 per round), 2 local steps, 2 rounds, 1 seed, tiny model{shown}, "
+            f"{GLOBAL_RATE}",
             2,
             (0,),
             1,
@@ -259,10 +266,14 @@ def _scaled(
             methods=smoke_methods,
         ),
         "quick": Profile(
-            f"{what}Setting {setting} (N = {n}, M = {m}), {quick_note}", 50, (0,), 5, (*base, *quick)
+            f"{what}Setting {setting} (N = {n}, M = {m}), {quick_note}, {GLOBAL_RATE}",
+            50,
+            (0,),
+            5,
+            (*base, *quick),
         ),
         "paper": Profile(
-            f"{what}Setting {setting} (N = {n}, M = {m}), the paper's protocol, 3 seeds",
+            f"{what}Setting {setting} (N = {n}, M = {m}), the paper's protocol, 3 seeds, {GLOBAL_RATE}",
             paper[0],
             (0, 1, 2),
             1,
