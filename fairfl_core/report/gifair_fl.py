@@ -67,25 +67,31 @@ if TYPE_CHECKING:
 __all__ = [
     "BUNDLE",
     "FLAT",
-    "GENDERS",
     "GENDER_GAP",
+    "GENDERS",
     "GROUP_LABELS",
     "LAMBDA_COLUMNS",
+    "PAPER_FEDAVG_GAP",
     "TABLE6_SPLITS",
     "check_table",
     "checklist_claims",
-    "seed_mean_discrepancy",
+    "gap_by_scale",
+    "gap_scale_checks",
+    "gap_scale_conclusion",
+    "gap_scale_table",
     "gap_table",
     "gender_gap_table",
     "group_metrics",
     "lambda_checks",
     "lambda_table",
     "method_labels",
+    "plot_gap_scale",
     "plot_group_accuracies",
     "plot_lambda_sweep",
+    "seed_mean_discrepancy",
     "targets_table",
-    "Tuning",
     "tuned_methods",
+    "Tuning",
 ]
 
 GROUP_LABELS = {
@@ -956,3 +962,146 @@ BUNDLE = register_paper(
         readings_heading="GIFAIR-FL",
     )
 )
+
+
+# -- where Table 6's gender gap comes from (the package's observation) ---------------------------------------
+PAPER_FEDAVG_GAP = 32.56  # Table 6: FedAvg's Male − Female discrepancy (Male 75.56, Female 43.00)
+
+
+def gap_by_scale(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per run of ``gifair_gender_gap_scale``: its ``axis`` and ``step`` (from the method's label,
+    "FedAvg, <axis>: <step>"), ``seed``, pairing key and ``gap`` = Male − Female accuracy (Table 6's sign)."""
+    axis_step = runs["method"].str.split(", ", n=1).str[1].str.split(": ", n=1)
+    gap = pd.to_numeric(runs["group_acc_0"]) - pd.to_numeric(runs["group_acc_1"])
+    keys = runs["pairing"] if "pairing" in runs else pd.Series(None, index=runs.index, dtype=object)
+    return pd.DataFrame(
+        {
+            "axis": axis_step.str[0],
+            "step": axis_step.str[1],
+            "method": runs["method"],
+            "seed": runs["seed"].astype(int),
+            "pairing": keys,
+            "gap": gap.where(runs["status"] != "diverged"),
+        }
+    )
+
+
+def _gap_sample(gaps: pd.DataFrame, method: str) -> Sample:
+    rows = gaps[(gaps["method"] == method) & gaps["gap"].notna()]
+    keys = {int(s): k for s, k in zip(rows["seed"], rows["pairing"], strict=True) if isinstance(k, str)}
+    return Sample.of(dict(zip(rows["seed"].astype(int), rows["gap"].astype(float), strict=True)), keys)
+
+
+def gap_scale_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per step, in the experiment's order: axis, step, seeds, FedAvg's gap (``gap reproduced`` ± ``gap std``
+    over seeds) and its 95 % interval (a one-sample t), beside the paper's +32.56 (``gap paper``)."""
+    gaps = gap_by_scale(runs)
+    rows = []
+    for method in dict.fromkeys(gaps["method"]):
+        sample, first = _gap_sample(gaps, method), gaps[gaps["method"] == method].iloc[0]
+        estimate = stats.contrast([(1.0, sample)]) if sample.n >= 2 else None
+        low, high = estimate.interval() if estimate is not None else (math.nan, math.nan)
+        rows.append(
+            {
+                "axis": first["axis"],
+                "step": first["step"],
+                "seeds": int(sample.n),
+                "gap reproduced": sample.mean,
+                "gap std": sample.std,
+                "interval low": low,
+                "interval high": high,
+                "gap paper": PAPER_FEDAVG_GAP,  # FedAvg's, Table 6
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+GAP_SOURCE = f"{OBSERVATION}: where Table 6's gap comes from (issue: FedAvg's gap against the scale)"
+
+
+def gap_scale_checks(runs: pd.DataFrame) -> pd.DataFrame:
+    """The package's observations on the study: for each axis, whether its largest step's gap exceeds the
+    base's (decided on seeds: :func:`~fairfl_core.report.claims.seed_outcome`, paired where the runs of a
+    seed share their draws), and whether the largest step of all three axes stays below the paper's +32.56."""
+    gaps = gap_by_scale(runs)
+    methods = list(dict.fromkeys(gaps["method"]))
+    axes = dict.fromkeys(gaps["axis"])
+    base = methods[0]
+    rows = []
+
+    def row(axis: str, claim: str, method: str, than: str | float, op: str) -> dict[str, object]:
+        value = _gap_sample(gaps, method)
+        reference = _gap_sample(gaps, than) if isinstance(than, str) else float(than)
+        outcome = seed_outcome(op, value, reference)
+        return {
+            "kind": "observation",
+            "axis": axis,
+            "observation": claim,
+            "value": value.mean,
+            "reference": reference.mean if isinstance(reference, Sample) else reference,
+            "difference": outcome.difference,
+            "interval_low": outcome.low,
+            "interval_high": outcome.high,
+            "test": outcome.test,
+            "result": outcome.result,
+            "source": GAP_SOURCE,
+        }
+
+    for axis in list(axes)[1:]:
+        last = [m for m in methods if gaps.loc[gaps["method"] == m, "axis"].iloc[0] == axis][-1]
+        step = last.split(": ", 1)[1]
+        rows.append(row(axis, f"the gap grows along {axis}: {step} above the base", last, base, ">"))
+    claim = f"the gap at the largest step stays below the paper's +{PAPER_FEDAVG_GAP}"
+    rows.append(row("", claim, methods[-1], PAPER_FEDAVG_GAP, "<"))
+    return pd.DataFrame(rows)
+
+
+def gap_scale_conclusion(table: pd.DataFrame, checks: pd.DataFrame) -> str:
+    """One sentence: whether FedAvg's gap trends toward the paper's +32.56 over the measured scales, and at
+    which scale Table 6's claims could be tested."""
+    last = table.iloc[-1]
+    span = (
+        f" (95 % interval {last['interval low']:+.2f} to {last['interval high']:+.2f})"
+        if math.isfinite(last["interval low"])
+        else ""
+    )
+    at = f"At the largest step ({last['step']}) FedAvg's gap is {last['gap reproduced']:+.2f} points{span}"
+    if checks["result"].str.startswith(NOT_DECIDED).any():
+        return (
+            f"{at}; too few seeds to tell how it moves with the scale (a verdict needs {MIN_SEEDS} a side)."
+        )
+    grows = checks["observation"].str.startswith("the gap grows") & (checks["result"] == "holds")
+    growing = list(checks.loc[grows, "axis"])
+    trend = f"it grows with {', '.join(growing)}" if growing else "no axis raises it detectably"
+    if checks.iloc[-1]["result"] != "holds":
+        return f"{at}; {trend}, and the paper's +{PAPER_FEDAVG_GAP} is not excluded."
+    return (
+        f"{at}; {trend}, but it does not reach the paper's +{PAPER_FEDAVG_GAP} at the scales measured: "
+        "Table 6's claims (GIFAIR-FL closing that gap) can be tested only where FedAvg shows it, which needs "
+        "the paper's own scale (500 rounds, LSTM 256, every window)."
+    )
+
+
+def plot_gap_scale(table: pd.DataFrame) -> Figure:
+    """FedAvg's gender gap at each step (mean ± std over seeds, one panel per axis, the base in each), with
+    the paper's +32.56 drawn."""
+    from matplotlib.figure import Figure
+
+    axes_names = [a for a in dict.fromkeys(table["axis"]) if a != table["axis"].iloc[0]]
+    base = table.iloc[0]
+    fig = Figure(figsize=(3.2 * len(axes_names) + 1, 3.6), layout="constrained")
+    panels = fig.subplots(1, len(axes_names), sharey=True, squeeze=False)[0]
+    for ax, name in zip(panels, axes_names, strict=True):
+        part = pd.concat([base.to_frame().T, table[table["axis"] == name]], ignore_index=True)
+        x = range(len(part))
+        ax.errorbar(
+            x, part["gap reproduced"].astype(float), yerr=part["gap std"].astype(float), marker="o", capsize=3
+        )
+        ax.axhline(PAPER_FEDAVG_GAP, ls="--", c="grey", lw=1, label=f"paper: +{PAPER_FEDAVG_GAP}")
+        ax.axhline(0, c="black", lw=0.5)
+        ax.set_xticks(list(x), [str(s).replace(", ", ",\n") for s in part["step"]], fontsize=7)
+        ax.set_title(name)
+    panels[0].set_ylabel("gap: Male − Female accuracy (points)")
+    panels[-1].legend(loc="center right", fontsize=8, frameon=False)
+    fig.suptitle("FedAvg's gender gap on the paper's random split, as the scale grows toward the paper's")
+    return fig

@@ -417,3 +417,49 @@ def test_gender_tables_name_the_genders_and_keep_the_papers_sign():
 )  # fmt: skip
 def test_shakespeare_table_captions_name_the_split(name, split):
     assert split in get_experiment(name).description
+
+
+def _gap_runs(gaps: dict[str, list[float]]) -> pd.DataFrame:
+    """Runs of the gap study: per step label, Male = 60 + gap, Female = 60 on seeds 0, 1, 2; each seed's runs
+    of one step share a pairing key, steps do not (their model or data differ)."""
+    rows = []
+    for label, values in gaps.items():
+        for seed, gap in enumerate(values):
+            rows.append({"method": label, "seed": seed, "status": "complete", "pairing": f"{label}/{seed}",
+                         "group_acc_0": 60.0 + gap, "group_acc_1": 60.0})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_gender_gap_study_reads_its_steps_and_decides_on_seeds():
+    runs = _gap_runs(
+        {
+            "FedAvg, base: quick": [2.0, 3.0, 4.0],  # mean 3, sd 1
+            "FedAvg, rounds: 320 rounds": [9.0, 10.0, 11.0],  # mean 10: +7, Welch SE √(2/3), ν 4: holds
+            "FedAvg, width: LSTM 256": [2.0, 4.0, 3.0],  # mean 3: +0, undetermined
+            "FedAvg, all: 320 rounds, LSTM 128": [5.0, 6.0, 7.0],  # mean 6 ± 1: far below 32.56
+        }
+    )
+    table = G.gap_scale_table(runs)
+    assert table["step"].tolist() == ["quick", "320 rounds", "LSTM 256", "320 rounds, LSTM 128"]
+    assert table["gap reproduced"].tolist() == [3.0, 10.0, 3.0, 6.0] and table["seeds"].tolist() == [3] * 4
+    assert (table["gap paper"] == 32.56).all()
+    # one-sample interval 6 ± t(2)·1/√3 = 6 ± 2.484
+    assert table["interval high"].iloc[-1] == pytest.approx(6 + 4.302653 / math.sqrt(3), rel=1e-6)
+    checks = G.gap_scale_checks(runs).set_index("observation")  # never a claims table: nothing to count
+    assert (checks["kind"] == "observation").all()
+    assert checks.loc["the gap grows along rounds: 320 rounds above the base", "result"] == "holds"
+    assert checks.loc["the gap grows along rounds: 320 rounds above the base", "test"].startswith(
+        "Welch t(4.0)"
+    )
+    assert checks.loc["the gap grows along width: LSTM 256 above the base", "result"] == "undetermined"
+    assert checks.loc["the gap at the largest step stays below the paper's +32.56", "result"] == "holds"
+    sentence = G.gap_scale_conclusion(table, G.gap_scale_checks(runs))
+    assert sentence.startswith("At the largest step (320 rounds, LSTM 128) FedAvg's gap is +6.00 points")
+    assert "it grows with rounds, all, but it does not reach the paper's +32.56" in sentence
+    one = runs[runs["seed"] == 0]  # one seed: no interval, no verdict
+    said = G.gap_scale_conclusion(G.gap_scale_table(one), G.gap_scale_checks(one))
+    assert said == (
+        "At the largest step (320 rounds, LSTM 128) FedAvg's gap is +5.00 points; too few seeds to tell how "
+        "it moves with the scale (a verdict needs 3 a side)."
+    )
+    assert G.plot_gap_scale(table).axes[0].get_title() == "rounds"
