@@ -50,6 +50,7 @@ __all__ = [
     "ablation_claims",
     "annealing_claims",
     "as_variant",
+    "better",
     "dirichlet_claims",
     "figure1_claims",
     "figure1_points",
@@ -198,7 +199,7 @@ def matched_steps(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=0.06)
 
 
-def _better(experiment: Experiment, name: str, method: str, than: str, source: str,
+def better(experiment: Experiment, name: str, method: str, than: str, source: str,
             metrics_: tuple[str, ...] = ("var", "global_acc"), note: str = "",
             primary: bool = False) -> list[Claim]:  # fmt: skip
     """``name`` (method ``method``) has a lower variance and a higher global accuracy than ``than``."""
@@ -324,7 +325,7 @@ def table1_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
                 )
             )  # fmt: skip
         else:
-            claims += _better(experiment, name, ours, b, SURPASSES, ("var",), primary=True)
+            claims += better(experiment, name, ours, b, SURPASSES, ("var",), primary=True)
         if r == best and column in ACCURACY_POINTS:
             points = ACCURACY_POINTS[column]
             gap = value["FedEBA+", "global_acc"] - value[r, "global_acc"]
@@ -337,7 +338,7 @@ def table1_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
                 )
             )  # fmt: skip
         else:
-            claims += _better(experiment, name, ours, b, SURPASSES, ("global_acc",), primary=True)
+            claims += better(experiment, name, ours, b, SURPASSES, ("global_acc",), primary=True)
     claims += [
         Claim(
             f"Fig. 3(b): {name} converges faster (higher mean global accuracy over the rounds) than {b}"
@@ -347,7 +348,7 @@ def table1_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
         for b in ("FedAvg", *baselines.values())
     ]  # fmt: skip
     for b in ("FedAvg", *baselines.values()):
-        claims += _better(experiment, prac, prac, b, PRAC)
+        claims += better(experiment, prac, prac, b, PRAC)
     claims += [
         Claim(
             f"{b} has a lower global accuracy than FedAvg (the trade-off's 'lower global accuracy', which "
@@ -369,7 +370,7 @@ def table1_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
         if m.label in named and m.label != prac:
             continue
         reason = why.get(m.label, "a row the paper does not print in Table 1 (docs/readings.md)")
-        claims += _better(experiment, name, ours, m.label, f"{OBSERVATION}: {reason}")
+        claims += better(experiment, name, ours, m.label, f"{OBSERVATION}: {reason}")
     if on_stand_in(runs):  # a stand-in's numbers are not the paper dataset's: no check against its values
         return claims
     return [
@@ -425,13 +426,13 @@ def theta_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
     ]  # fmt: skip
     for t in theta:
         name = f"{t} ({UPDATE})"
-        paper = _better(experiment, name, t, "FedAvg", THETA_EFFECTIVE)
+        paper = better(experiment, name, t, "FedAvg", THETA_EFFECTIVE)
         claims += (
             as_variant(paper, "θ=0° is Table 1's FedEBA+ setting, whose claim Table 1 checks")
             if t == theta[0]
             else paper
         )
-        claims += _better(experiment, name, t, FEDAVG_MATCHED.label, f"{OBSERVATION}: matched-step control")
+        claims += better(experiment, name, t, FEDAVG_MATCHED.label, f"{OBSERVATION}: matched-step control")
     return claims
 
 
@@ -447,12 +448,12 @@ def ablation_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
     var = var[var["metric"] == "var"].set_index("method")["value"]
     shown = f"{var['FedAvg+①']:.2f} vs {var['FedAvg+②']:.2f}"
     return [
-        *_better(experiment, "EBA aggregation alone (①)", one, "FedAvg", ABLATION_EBA),
-        *_better(experiment, f"the alignment alone (②, {UPDATE})", two, "FedAvg", ABLATION_STEPS),
-        *_better(experiment, f"① + ② ({UPDATE})", both, one, ABLATION_STEPS),
-        *_better(experiment, f"① + ② ({UPDATE})", both, two, ABLATION_STEPS),
-        *_better(experiment, f"the alignment alone (②, {UPDATE})", two, FEDAVG_MATCHED.label, matched),
-        *_better(experiment, f"① + ② ({UPDATE})", both, FEDEBA_MATCHED.label, matched),
+        *better(experiment, "EBA aggregation alone (①)", one, "FedAvg", ABLATION_EBA),
+        *better(experiment, f"the alignment alone (②, {UPDATE})", two, "FedAvg", ABLATION_STEPS),
+        *better(experiment, f"① + ② ({UPDATE})", both, one, ABLATION_STEPS),
+        *better(experiment, f"① + ② ({UPDATE})", both, two, ABLATION_STEPS),
+        *better(experiment, f"the alignment alone (②, {UPDATE})", two, FEDAVG_MATCHED.label, matched),
+        *better(experiment, f"① + ② ({UPDATE})", both, FEDEBA_MATCHED.label, matched),
         Claim(
             f"① lowers the variance more than ② ({UPDATE}){step_note(experiment, one, two)}",
             "var", one, "<", two,
@@ -475,14 +476,14 @@ def sensitivity_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim
     claims: list[Claim] = []
     for m in _fedeba_plus_labels(experiment):
         name = f"{m} ({UPDATE})"
-        paper = _better(experiment, name, m, "FedAvg", TABLE16 if rows[m] in printed16 else TABLE7)
+        paper = better(experiment, name, m, "FedAvg", TABLE16 if rows[m] in printed16 else TABLE7)
         if m == default:
             paper = as_variant(paper, "Table 1's FedEBA+ setting, whose claim Table 1 checks")
         elif m == alpha0:
             paper = as_variant(paper, "α=0 is EBA alone, Table 15's ① (claimed there)")
         claims += paper
         if matched_steps(local_rate(experiment, m), local_rate(experiment, FEDAVG_MATCHED.label)):
-            claims += _better(experiment, name, m, FEDAVG_MATCHED.label, matched)
+            claims += better(experiment, name, m, FEDAVG_MATCHED.label, matched)
     alpha_steps = step_note(experiment, default, alpha0)
     return [
         *claims,
@@ -543,7 +544,7 @@ def dirichlet_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
     """Fig. 14's claims under Dirichlet label skew (each α a dataset of its own): FedEBA+ (update units) has a
     lower variance and a higher global accuracy than FedAvg, at a smaller local step and without a
     matched-step control in this experiment."""
-    return _better(
+    return better(
         experiment, f"FedEBA+ ({UPDATE})", "FedEBA+", "FedAvg", DIRICHLET, note="; no matched control here"
     )
 

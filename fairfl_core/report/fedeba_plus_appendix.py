@@ -21,12 +21,13 @@ import pandas as pd
 
 from fairfl_core import metrics
 from fairfl_core.experiments.config import ExperimentConfig
+from fairfl_core.experiments.papers.fedeba_plus import FEDAVG_MATCHED
 from fairfl_core.experiments.papers.fedeba_plus_appendix import OURS, client_optimum_losses
 from fairfl_core.experiments.profiles import Experiment
 from fairfl_core.experiments.store import RunStore, client_accuracy_key
 from fairfl_core.report.bundle import ClaimBuilder, Paper, paper_rows, register_paper
 from fairfl_core.report.claims import OBSERVATION, Claim
-from fairfl_core.report.fedeba_plus import UPDATE, step_note
+from fairfl_core.report.fedeba_plus import UPDATE, better, step_note
 from fairfl_core.report.paper import printed
 
 __all__ = [
@@ -188,10 +189,19 @@ def _fairer_and_more_accurate(setting: str) -> ClaimBuilder:
 
     def claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
         table = experiment.paper.table if experiment.paper else ""
+        control = (
+            f"{OBSERVATION}: the matched-step control of {table}'s claims (FedAvg at FedEBA+'s local step)"
+        )
         return [
             *_beats(experiment, table, "var", f"lower variance {setting}", SOURCES[table]),
             *_beats(
                 experiment, table, "global_acc", f"higher global accuracy {setting}", SOURCES[table], ">"
+            ),
+            *(
+                claim
+                for m in experiment.method_list()
+                if m.label == FEDAVG_MATCHED.label
+                for claim in better(experiment, f"FedEBA+ ({UPDATE})", OURS, m.label, control)
             ),
         ]
 
