@@ -104,10 +104,11 @@ def cost_units(cfg: ExperimentConfig) -> float:
     return float(train + cfg.train.rounds // cfg.eval.every * tested)
 
 
-def archived_hashes(profile: str, root: str | Path = "published") -> set[str]:
-    """The runs held by the archives of ``profile`` (pages and chunks), by config hash."""
+def archived_hashes(profile: str, root: str | Path = "published", chunks_only: bool = False) -> set[str]:
+    """The runs held by the archives of ``profile`` (pages and chunks, or the chunks only), by config hash."""
     folder = Path(root) / profile / archive.ARCHIVES
-    return {r.hash for path in sorted(folder.rglob("*.tar.xz")) for r in archive.read_manifest(path)[2]}
+    paths = (folder / CHUNKS).glob("*.tar.xz") if chunks_only else folder.rglob("*.tar.xz")
+    return {r.hash for path in sorted(paths) for r in archive.read_manifest(path)[2]}
 
 
 def campaign_configs(names: Sequence[str], profile: str) -> list[ExperimentConfig]:

@@ -5,7 +5,8 @@ git; the raw runs in ``results/`` are not either. :func:`publish` copies what a 
 results without rerunning them: per notebook that succeeded, its tables (CSV and Markdown) and figures
 (PNG), its ``status.json`` and a ``published.json`` (when the notebook ran, how long, from which commit:
 ``reproduce.sh`` records it in ``status.json``), and, given the results directory, the runs it loaded as
-the run archive ``published/<profile>/runs/<notebook>.tar.xz`` (:mod:`fairfl_core.experiments.archive`:
+the run archive ``published/<profile>/runs/<notebook>.tar.xz`` (but those a campaign's chunks already hold,
+:mod:`fairfl_core.experiments.campaign`; :mod:`fairfl_core.experiments.archive`:
 ``reproduce.sh --from-archive`` rebuilds the page from it). It then writes two pages over the published
 folder: ``README.md`` (rendered by any Git host: the claims headline per notebook, its main tables inline, its
 figures) and ``index.html`` (the page of :func:`fairfl_core.report.index.write_index`).
@@ -27,6 +28,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from fairfl_core.experiments import archive
+from fairfl_core.experiments.campaign import archived_hashes
+from fairfl_core.experiments.config import config_hash
 from fairfl_core.report.claims import RULE
 from fairfl_core.report.index import (
     OPEN_ROWS,
@@ -103,7 +106,10 @@ def publish(
             + "\n"
         )
         if results_dir is not None and (folder / "runs.jsonl").exists():
+            # a run a campaign chunk holds stays there: the repository keeps each run once
+            chunked = archived_hashes(dest.name, dest.parent, chunks_only=True)
             configs = archive.ledger_runs(folder / "runs.jsonl", results_dir)
+            configs = [c for c in configs if config_hash(c) not in chunked]
             archive.pack(folder.name, dest.name, configs, results_dir, dest.parent)
         published.append(folder.name)
     if dest.is_dir():

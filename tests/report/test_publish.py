@@ -249,3 +249,26 @@ def test_a_page_remembers_the_parameters_it_was_published_with(tmp_path):
     sets = ["columns=[FashionMNIST]", "methods=[FedAvg, FedEBA+]"]  # a value with a space
     (page / "status.json").write_text(json.dumps({"status": "ok", "set": " ".join(sets), "sets": sets}))
     assert page_sets(page) == sets
+
+
+def test_a_page_leaves_the_runs_a_campaign_chunk_holds_in_the_chunk(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from fairfl_core.experiments.archive import read_manifest
+    from fairfl_core.experiments.campaign import pack_chunk
+    from fairfl_core.experiments.runner import run_experiment
+    from fairfl_core.report.results import LEDGER, load_runs
+    from tests.experiments.conftest import digits_config
+
+    reports, dest, results = tmp_path / "reports" / "paper", tmp_path / "published" / "paper", tmp_path / "r"
+    chunked, page_only = digits_config(rounds=1), replace(digits_config(rounds=1), seed=1)
+    for cfg in (chunked, page_only):
+        run_experiment(cfg, results, progress=False)
+    pack_chunk([chunked], "paper", results, dest.parent)  # computed by a campaign, committed in its chunk
+    _notebook(reports / "afga", "ok")
+    monkeypatch.setenv(LEDGER, str(reports / "afga" / "runs.jsonl"))
+    load_runs(results, [chunked, page_only])
+    monkeypatch.setattr(publish_module, "_uncommitted", lambda status, runs: None)
+    assert publish(reports, dest, results) == ["afga"]
+    _, _, runs = read_manifest(dest / "runs" / "afga.tar.xz")
+    assert [r.seed for r in runs] == [1]  # the page archive adds only what no chunk holds
