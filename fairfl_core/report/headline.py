@@ -2,11 +2,12 @@
 out, from the published pages (``published/<profile>/<page>/``).
 
 A paper's claims are the paper rows (``kind`` paper) of the counted claims tables of its pages
-(:data:`PAPER_PAGES`), one per (claim, dataset). A claim decided on a page of the ``paper`` profile
-supersedes its row on the ``quick`` page (the quick page says so, :func:`superseded`). Each claim counts under
-its ``verdict``: decided at the paper's scale (all its rounds, its model, real data:
-:func:`~fairfl_core.report.index.at_paper_scale`), decided at a reduced scale (indicative only), not decided,
-or not checked (not run at this profile, no offline data, missing).
+(:data:`PAPER_PAGES`), one per claim and experiment (per dataset in a table without an experiment column: a
+claim not run at a profile names the paper's column, one that ran its data's label). A claim decided on a
+page of the ``paper`` profile supersedes its row on the ``quick`` page (the quick page says so,
+:func:`superseded`). Each claim counts under its ``verdict``: decided at the paper's scale (all its rounds,
+its model, real data: :func:`~fairfl_core.report.index.at_paper_scale`), decided at a reduced scale
+(indicative only), not decided, or not checked (not run at this profile, no offline data, missing).
 
     python -m fairfl_core.report.headline            # the table, in Markdown
     python -m fairfl_core.report.readme              # and into README.md's generated block
@@ -49,7 +50,7 @@ PAPER_PAGES = {
     "FedEBA+": ("fedeba_plus", "fedeba_plus_ablations", "fedeba_plus_appendix"),
     "AFGA / CAFGA": ("afga",),
 }
-KEY = ["claim", "dataset"]
+KEY = ["claim", "where"]  # a claim once per experiment (or, in a table without one, per dataset)
 SHORT = {"smaller than the paper's": "smaller", "not reproduced at the paper's size": "not at size"}
 
 
@@ -65,6 +66,8 @@ def _rows(profile: str, page: str, root: Path) -> pd.DataFrame:
             continue
         table = pd.read_csv(csv)
         rows = paper_claims(table).copy()
+        dataset = rows["dataset"].fillna("").astype(str) if "dataset" in rows else ""
+        rows["where"] = rows["experiment"].astype(str) if "experiment" in rows else dataset
         rows["outcome"] = rows["verdict"].map(claim_outcome)
         rows["scale"] = at_paper_scale(rows).map({True: "paper", False: "reduced"})
         rows["profile"], rows["page"], rows["table"] = profile, page, csv.name
@@ -81,7 +84,6 @@ def paper_claims_of(paper: str, root: str | Path = PUBLISHED) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame(columns=[*KEY, "outcome", "scale", "profile", "page"])
     claims = pd.concat(rows, ignore_index=True)
-    claims["dataset"] = claims["dataset"].fillna("")
     rank = claims["outcome"].isin(DECIDED).map({True: 0, False: 1}) * 10 + claims["profile"].map(
         {p: i for i, p in enumerate(PROFILES)}
     )
@@ -91,8 +93,8 @@ def paper_claims_of(paper: str, root: str | Path = PUBLISHED) -> pd.DataFrame:
 
 
 def superseded(page: str, root: str | Path = PUBLISHED) -> pd.DataFrame:
-    """The claims of a ``quick`` page decided on a ``paper`` page: claim, dataset, the paper page's verdict
-    and where it is."""
+    """The claims of a ``quick`` page decided on a ``paper`` page: claim, experiment (or dataset), the paper
+    page's verdict and where it is."""
     root = Path(root)
     quick = _rows("quick", page, root)
     paper = pd.concat([_rows("paper", p, root) for p in _pages_with(page)], ignore_index=True)
@@ -157,7 +159,7 @@ def _stand_in(claims: pd.DataFrame) -> Counter:
     """How the claims not checked for want of their data came out on their stand-in (direction only)."""
     if "stand_in_result" not in claims.columns:
         return Counter()
-    on = claims["stand_in_result"].fillna("").astype(str)
+    on = claims["stand_in_result"].astype(object).fillna("").astype(str)
     return Counter(on[(claims["outcome"] == "not checked") & (on != "")].map(claim_outcome))
 
 
