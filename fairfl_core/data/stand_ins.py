@@ -26,6 +26,8 @@ FILES: dict[str, tuple[tuple[str, ...], ...]] = {
     ),
     "cifar100": (("cifar-100-python/train",), ("cifar-100-python/test",)),
     "femnist": (("femnist/data/train/*.json",), ("femnist/data/test/*.json",)),
+    "adult": (("adult/adult.data",), ("adult/adult.test",)),
+    "compas": (("compas/compas-scores-two-years.csv",),),
     "emnist": (
         tuple(
             f"{folder}emnist-byclass-train-images-idx3-ubyte{ext}"

@@ -120,7 +120,11 @@ def evaluate(algo, sim: Simulation, t: int) -> dict[str, Any]:
     (and, for personalised methods, each client's own model on its own test split). Accuracies in %.
 
     When the dataset holds validation data the same per-client numbers on it are added as ``val_client_*``
-    (and ``val_personal_*``), ``None`` for a client without validation samples."""
+    (and ``val_personal_*``), ``None`` for a client without validation samples. When its samples carry a
+    sensitive attribute, ``group_counts`` holds the ``[A, y, ŷ]`` counts (``metrics/parity.py``) of the
+    global model on the pooled test set (``pooled``) and on each client's test split (``client``), of the
+    personalised models on them (``personal``) and the groups' names, and ``spd`` / ``eod`` the global model's
+    statistical parity and equal opportunity differences on the pooled test set (points)."""
     engine = sim.engine
     w = algo.eval_params()
     loss, acc = engine.losses(w, split="test")
@@ -140,7 +144,27 @@ def evaluate(algo, sim: Simulation, t: int) -> dict[str, Any]:
         rec.update(_validation(engine, w, "client"))
         if personal is not None:
             rec.update(_validation(engine, personal, "personal"))
+    if engine.data.sensitive is not None:
+        rec.update(_group_counts(engine, w, personal))
     return rec
+
+
+def _group_counts(engine: ClientEngine, w: torch.Tensor, personal: torch.Tensor | None) -> dict[str, Any]:
+    """The evaluation's group counts and the global model's SPD and EOD on the pooled test set."""
+    names = engine.data.sensitive_names
+    counts: dict[str, Any] = {
+        "groups": names,
+        "pooled": engine.pooled_group_counts(w).tolist(),
+        "client": engine.group_counts(w, split="test").tolist(),
+    }
+    if personal is not None:
+        counts["personal"] = engine.group_counts(personal, split="test").tolist()
+    where = "the pooled test set"
+    return {
+        "group_counts": counts,
+        "spd": metrics.statistical_parity_difference(counts["pooled"], names, where),
+        "eod": metrics.equal_opportunity_difference(counts["pooled"], names, where),
+    }
 
 
 def _validation(engine: ClientEngine, w: torch.Tensor, models: str) -> dict[str, list[float | None]]:
@@ -172,14 +196,19 @@ def _fairness(
 
 
 def eval_summary(rec: dict[str, Any], groups: np.ndarray, acc_key: str | None = None) -> dict[str, Any]:
-    """The fairness metrics of an evaluation (the personalised models' where there are some) and, with
-    validation data, the same on it as ``val_<key>`` (``val_mean``, ``val_var``, ``val_group_gap``, ...;
-    none of the pooled-test ones). A personalised method's summary also holds its global model's metrics
-    as ``global_model`` (the rows of ``eval.models: global``)."""
+    """The fairness metrics of an evaluation (the personalised models' where there are some; on data with a
+    sensitive attribute also :func:`~fairfl_core.metrics.parity.parity_summary`'s) and, with validation
+    data, the same on it as ``val_<key>`` (``val_mean``, ``val_var``, ``val_group_gap``, ...; none of the
+    pooled-test ones). A personalised method's summary also holds its global model's metrics as
+    ``global_model`` (the rows of ``eval.models: global``)."""
     acc_key = acc_key or client_accuracy_key(rec)
     loss_key = acc_key.replace("_acc", "_loss")
     out = _fairness(rec[acc_key], rec[loss_key], groups, rec["global_acc"])
     out["evaluated"] = "personal" if acc_key == "personal_acc" else "global"
+    if "group_counts" in rec:  # data with a sensitive attribute (metrics/parity.py)
+        counts = rec["group_counts"]
+        models = "personal" if acc_key == "personal_acc" else "client"
+        out.update(metrics.parity_summary(counts["pooled"], counts[models], names=counts["groups"]))
     if f"val_{acc_key}" in rec:
         val = _fairness(rec[f"val_{acc_key}"], rec[f"val_{loss_key}"], groups)
         out.update({f"val_{k}": v for k, v in val.items() if k not in ("global_acc", "cv", "sigma_acc")})

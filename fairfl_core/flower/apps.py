@@ -5,9 +5,9 @@
   the nodes 0 … N−1; a deployment sets it with ``flower-supernode --node-config "partition-id=K"``). The
   ServerApp waits for the N nodes, then asks each (a ``query`` message) which client it holds.
 * A request or a reply is the Message content ``{"arrays": ArrayRecord, "config": ConfigRecord}`` of a
-  ``wire.Payload``; its type is ``train``, ``evaluate``, ``query.gradients`` or ``query.features``
-  (``engines.FlowerEngine``). A ClientApp that fails, or a node that does not answer, stops the run: a fairfl
-  round needs the answer of every client it asks.
+  ``wire.Payload``; its type is ``train``, ``evaluate``, ``query.gradients``, ``query.features`` or
+  ``query.group_counts`` (``engines.FlowerEngine``). A ClientApp that fails, or a node that does not
+  answer, stops the run: a fairfl round needs the answer of every client it asks.
 * The ServerApp runs the experiment configs its caller gives (``fairfl flower-sim``) or those of the run
   config (``flwr run``): ``fairfl-config``, a config file as for ``fairfl run`` (a sweep config: each of its
   runs in turn), and ``fairfl-set``, space-separated ``key=value`` overrides as ``--set`` takes them. The

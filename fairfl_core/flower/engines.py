@@ -38,7 +38,8 @@ Exchange = Callable[[str, np.ndarray, list[Payload]], list[Payload]]
 STAT = "stat."  # prefix of a training statistic in a train reply
 LOSS = "loss"  # a custom per-sample loss of an evaluate or query.gradients request (restricted pickle)
 SERVER_SIDE = frozenset(
-    "model space stats_space dtype device data running set_running_stats init_params counts pooled".split()
+    "model space stats_space dtype device data running set_running_stats init_params counts pooled "
+    "pooled_group_counts".split()
 )
 
 
@@ -145,6 +146,16 @@ class FlowerEngine:
         clients = np.asarray(clients)
         requests = self._models(w, clients, split=split, transform=transform)
         return self._stack(r.arrays["features"] for r in self._ask("query.features", clients, requests))
+
+    def group_counts(
+        self, w: torch.Tensor, clients: np.ndarray | None = None, split: str = "train"
+    ) -> torch.Tensor:
+        """``Engine.group_counts``: each client's ``[2, 2, 2]`` counts by (group, label, prediction), computed
+        on its node (a ``query.group_counts`` message)."""
+        clients = np.arange(self.local.data.num_clients) if clients is None else np.asarray(clients)
+        replies = self._ask("query.group_counts", clients, self._models(w, clients, split=split))
+        counts = np.stack([np.asarray(r.config["counts"], dtype=np.int64) for r in replies])
+        return tensor(counts.reshape(len(clients), 2, 2, 2), self.local.device)
 
     # -- helpers ------------------------------------------------------------------------------------------
     def _models(

@@ -71,4 +71,15 @@ def _features(engine: Engine, request: Payload, client: np.ndarray) -> Payload:
     return Payload({"features": array(features[0])})
 
 
-KINDS = {"train": _train, "evaluate": _evaluate, "query.gradients": _gradients, "query.features": _features}
+def _group_counts(engine: Engine, request: Payload, client: np.ndarray) -> Payload:
+    counts = engine.group_counts(_model(engine, request), client, request.config["split"])
+    return Payload(config={"counts": counts[0].reshape(-1).tolist()})
+
+
+KINDS = {
+    "train": _train,
+    "evaluate": _evaluate,
+    "query.gradients": _gradients,
+    "query.features": _features,
+    "query.group_counts": _group_counts,
+}

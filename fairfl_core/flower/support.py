@@ -3,10 +3,10 @@
 Flower routes messages between the ServerApp and each ClientApp, never between clients. An algorithm maps
 exactly when every computation its server side asks of the engine is one client's computation on its own
 data (``FlowerEngine``: ``train`` → a ``train`` message, ``losses`` → ``evaluate``, ``gradients`` →
-``query.gradients``, ``features`` → ``query.features``), however many clients it asks. It does not map when
-clients exchange models among themselves between local steps (gossip, ``engine.stack``) or when one training
-run pools every client's data. ``SUPPORT`` holds the decision for every registered algorithm, read from its
-code; ``docs/flower.md`` shows it as a table.
+``query.gradients``, ``features`` → ``query.features``, ``group_counts`` → ``query.group_counts``), however
+many clients it asks. It does not map when clients exchange models among themselves between local steps
+(gossip, ``engine.stack``) or when one training run pools every client's data. ``SUPPORT`` holds the
+decision for every registered algorithm, read from its code; ``docs/flower.md`` shows it as a table.
 """
 
 from __future__ import annotations
@@ -61,7 +61,10 @@ SUPPORT: dict[str, Mapping] = {
     "term": AT_RECEIVED,
     "aaggff": AT_RECEIVED,
     "fedfv": AT_RECEIVED,
-    "fairfed": AT_RECEIVED,
+    "fairfed": _runs(
+        "train, then evaluate at the received model on the uploading clients (with a sensitive attribute "
+        "also query.group_counts there)"
+    ),
     "fedeba": _runs("train, then evaluate at each trained model (loss_eval='full')"),
     "fedeba+": _runs(
         "evaluate at x_t (fair-angle test); train one step at lr 1 for ∇F_i(x_t) (query.gradients with "

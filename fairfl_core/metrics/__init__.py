@@ -1,7 +1,10 @@
 """Fairness and performance metrics of the five fairfl papers, as pure functions, by what they measure:
 :mod:`~fairfl_core.metrics.client` (one round's per-client vector), :mod:`~fairfl_core.metrics.group`
-(groups and clusters of clients) and :mod:`~fairfl_core.metrics.curve` (curves over rounds); this module
-adds :func:`fairness_summary`, the standard set stored with every run.
+(groups and clusters of clients), :mod:`~fairfl_core.metrics.parity` (groups of samples by a sensitive
+attribute: FairFed's statistical parity and equal opportunity differences) and
+:mod:`~fairfl_core.metrics.curve` (curves over rounds); this module adds :func:`fairness_summary`, the
+standard set stored with every run (and, on data with a sensitive attribute,
+:func:`~fairfl_core.metrics.parity.parity_summary` beside it).
 
 Conventions
 -----------
@@ -79,6 +82,14 @@ from fairfl_core.metrics.group import (
     largest_group_gap,
     nmi,
 )
+from fairfl_core.metrics.parity import (
+    equal_opportunity_difference,
+    group_confusion,
+    parity_summary,
+    positive_rates,
+    statistical_parity_difference,
+    true_positive_rates,
+)
 
 __all__ = [
     "angle",
@@ -89,10 +100,12 @@ __all__ = [
     "cumulative_moving_average",
     "cv_improvement",
     "entropy_of_normalised",
+    "equal_opportunity_difference",
     "extra_communication_fraction",
     "faa",
     "fairness_summary",
     "group_accuracies",
+    "group_confusion",
     "group_variance",
     "kl_to_uniform",
     "largest_group_gap",
@@ -100,10 +113,14 @@ __all__ = [
     "mean",
     "mean_over_rounds",
     "nmi",
+    "parity_summary",
     "percentile",
+    "positive_rates",
     "rounds_to_target",
     "sigma_acc",
+    "statistical_parity_difference",
     "std",
+    "true_positive_rates",
     "variance",
     "worst_fraction",
 ]

@@ -199,7 +199,9 @@ def _accuracy_key(run, rec: dict[str, Any]) -> str:
 def load_curves(runs: pd.DataFrame, metrics_: Iterable[str] = CURVE_METRICS) -> pd.DataFrame:
     """Learning curves: one row per (run, evaluation) with ``round``, ``wall_time`` and each metric of
     ``metrics_`` computed from that evaluation's per-client accuracies (``global_acc`` is the pooled test
-    accuracy), plus the run's method, dataset, seed and status (the figures leave diverged runs out)."""
+    accuracy) or, for a metric the evaluation records itself (``spd``, ``eod`` on data with a sensitive
+    attribute), read from it, plus the run's method, dataset, seed and status (the figures leave diverged
+    runs out)."""
     metrics_ = list(metrics_)
     rows = []
     for run in runs.itertuples(index=False):
@@ -216,7 +218,7 @@ def load_curves(runs: pd.DataFrame, metrics_: Iterable[str] = CURVE_METRICS) -> 
                     "hash": run.hash,
                     "round": rec["round"],
                     "wall_time": rec.get("wall_time"),
-                    **{m: summary[m] for m in metrics_},
+                    **{m: summary[m] if m in summary else rec[m] for m in metrics_},
                 }
             )
     return pd.DataFrame(rows)

@@ -49,6 +49,14 @@ METRIC_LABELS = {
     "group_gap": "Group gap",
     "group_var": "Group var.",
     "extra_cost": "Additional cost (%)",
+    "spd": "SPD (points)",
+    "eod": "EOD (points)",
+    "spd_abs": "absolute SPD",
+    "eod_abs": "absolute EOD",
+    "local_spd": "SPD, clients' models",
+    "local_eod": "EOD, clients' models",
+    "local_spd_abs": "absolute SPD, clients' models",
+    "local_eod_abs": "absolute EOD, clients' models",
     "gradient_rounds": "Gradient-alignment rounds (%)",
 }
 DEFAULT_METRICS = ("global_acc", "var", "worst5", "best5")

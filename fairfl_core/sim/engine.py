@@ -10,7 +10,10 @@ An algorithm never touches a DataLoader or an ``nn.Module``: it calls
   Power-of-Choice, AFL, ...);
 * ``gradients(w, clients)``: each client's full-batch gradient (FedEBA+, DivFL, clustered sampling);
 * ``features(w, clients)``: the mean penultimate activation per client (Equitable-FL);
-* ``pooled(w)``: accuracy and loss on the pooled test set.
+* ``group_counts(w, clients, split)``: on data with a sensitive attribute, each client's counts of samples
+  by (group, label, prediction) (FairFed's group metrics, ``metrics/parity.py``);
+* ``pooled(w)``, ``pooled_group_counts(w)``: accuracy and loss, and the group counts, on the pooled test
+  set.
 
 All of them are a few large forward passes over the concatenated samples, or one call mapped over the client
 axis of per-client models (``client_map``: ``vmap``, or a loop over the stacked clients for convolutional
@@ -403,6 +406,57 @@ class Engine:
         params = {f"inner.{n}": t for n, t in self.space.unflatten(w).items()}
         buffers = {f"inner.{n}": t for n, t in self.buffers.items()}
         return functional_call(self._feature_view, (params, buffers), (x,))
+
+    def _group_codes(self, idx: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
+        """Each sample's cell of the ``[A, y, ŷ]`` counts: 4 a + 2 y + ŷ."""
+        sensitive = self.data.sensitive
+        if sensitive is None or self.data.num_classes != 2:
+            has = "no sensitive attribute" if sensitive is None else f"{self.data.num_classes} classes"
+            raise ValueError(
+                "group counts need a binary task whose samples carry a sensitive attribute (adult, compas); "
+                f"{self.data.label()} has {has}"
+            )
+        return 4 * sensitive[idx] + 2 * self.data.y[idx] + predicted
+
+    @_in_precision
+    def group_counts(
+        self, w: torch.Tensor, clients: np.ndarray | None = None, split: str = "train"
+    ) -> torch.Tensor:
+        """Each client's ``[A, y, ŷ]`` counts ``[K, 2, 2, 2]`` (int64) on its whole ``split``: how many of its
+        samples of sensitive group a with label y the model predicts ŷ (the arg-max class), at ``w`` ``[P]``
+        or at per-client models ``[K, P]`` (``metrics/parity.py`` turns them into SPD and EOD)."""
+        clients = np.arange(self.data.num_clients) if clients is None else np.asarray(clients)
+        out = torch.zeros(len(clients), 8, dtype=torch.int64, device=self.device)
+        with torch.no_grad():
+            if w.dim() == 2:
+                fn = client_map(lambda wk, x: self.logits(wk, x).argmax(-1), self.client_axis.mapped)
+                self.eval_mode()
+                for rows, idx, mask in self._padded_chunks(clients, split):
+                    codes = self._group_codes(idx, fn(w[rows], self.data.inputs(idx, self.dtype)))
+                    out[rows].scatter_add_(1, codes, (mask > 0).to(torch.int64))
+            else:
+                idx, owner = self._client_samples(clients, split)
+                for lo in range(0, len(idx), self.eval_batch):
+                    part = idx[lo : lo + self.eval_batch]
+                    codes = self._group_codes(
+                        part, self.logits(w, self.data.inputs(part, self.dtype)).argmax(-1)
+                    )
+                    out.index_put_(
+                        (owner[lo : lo + self.eval_batch], codes), torch.ones_like(codes), accumulate=True
+                    )
+        return out.view(len(clients), 2, 2, 2)
+
+    @_in_precision
+    def pooled_group_counts(self, w: torch.Tensor) -> torch.Tensor:
+        """The ``[A, y, ŷ]`` counts ``[2, 2, 2]`` (int64) of one model on the pooled test set."""
+        idx = self.data.pooled_test
+        out = torch.zeros(8, dtype=torch.int64, device=self.device)
+        with torch.no_grad():
+            for lo in range(0, len(idx), self.eval_batch):
+                part = idx[lo : lo + self.eval_batch]
+                codes = self._group_codes(part, self.logits(w, self.data.inputs(part, self.dtype)).argmax(-1))
+                out += torch.bincount(codes, minlength=8)
+        return out.view(2, 2, 2)
 
     @_in_precision
     def pooled(self, w: torch.Tensor) -> tuple[float, float]:

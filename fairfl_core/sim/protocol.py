@@ -116,6 +116,17 @@ class ClientEngine(Protocol):
         """Accuracy and mean loss of one model on the pooled test set."""
         ...
 
+    def group_counts(
+        self, w: torch.Tensor, clients: np.ndarray | None = None, split: str = "train"
+    ) -> torch.Tensor:
+        """Each client's ``[K, 2, 2, 2]`` counts of its ``split`` by (sensitive group, label, prediction) at
+        ``w`` (``[P]`` or ``[K, P]``), on data with a sensitive attribute."""
+        ...
+
+    def pooled_group_counts(self, w: torch.Tensor) -> torch.Tensor:
+        """The ``[2, 2, 2]`` counts of one model on the pooled test set."""
+        ...
+
 
 class Trainer(Protocol):
     """What an ``Engine`` trains with (``engine.trainer``): the batched or sequential trainer, or a wrapper of

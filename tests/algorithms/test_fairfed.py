@@ -3,8 +3,18 @@ import pytest
 import torch
 
 from fairfl_core.algorithms import build_algorithm
-from fairfl_core.algorithms.fairfed import fairfed_gaps, fairfed_update, fairfed_weights
+from fairfl_core.algorithms.fairfed import (
+    fairfed_eod,
+    fairfed_gaps,
+    fairfed_group_gaps,
+    fairfed_update,
+    fairfed_weights,
+)
+from fairfl_core.experiments.config import TrainConfig
+from fairfl_core.sim.context import Simulation
+from fairfl_core.sim.engine import Engine
 from tests.algorithms.conftest import run_rounds, tiny_sim
+from tests.conftest import tiny_model, tiny_sensitive
 from tests.rounding import assert_close
 
 # The formulas vs values by hand, of 3 clients: the gaps pass through the pooled accuracy's sum and the
@@ -105,3 +115,58 @@ def test_runs_on_clients_without_group_labels():
 def test_bad_hyperparameters_name_the_field(params, field):
     with pytest.raises(ValueError, match=field):
         build_algorithm("fairfed", tiny_sim(), params)
+
+
+# -- on a sensitive attribute: FairFed's EOD gap (Eq. 6) --------------------------------------------------
+def _counts(group0_positive: tuple[int, int], group1_positive: tuple[int, int]) -> np.ndarray:
+    """[group, label, prediction] counts with the given (ŷ = 0, ŷ = 1) counts of each group's y = 1 samples
+    and one negative sample each."""
+    counts = np.zeros((2, 2, 2), dtype=np.int64)
+    counts[0, 1] = group0_positive
+    counts[1, 1] = group1_positive
+    counts[:, 0, 0] = 1
+    return counts
+
+
+def test_eod_gaps_by_hand():
+    clients = np.stack([_counts((1, 1), (0, 2)), _counts((0, 3), (1, 1)), _counts((0, 1), (0, 0))])
+    # EOD_k: 1/2 − 1, 1 − 1/2, undefined (no positive sample of group 1)
+    assert fairfed_eod(clients[0]) == -0.5 and fairfed_eod(clients[1]) == 0.5
+    assert np.isnan(fairfed_eod(clients[2]))
+    acc, sizes = np.array([0.5, 0.8, 0.9]), np.array([10, 20, 10])
+    gaps, info = fairfed_group_gaps(acc, sizes, clients)
+    # the union: TPR(A=0) = (1 + 3 + 1) / 6, TPR(A=1) = 3/4: EOD_glob = 5/6 − 3/4 = 1/12
+    assert info["eod_global"] == pytest.approx(1 / 12, abs=1e-15)
+    assert info["eod_clients"] == [-0.5, 0.5, None]
+    # |1/12 + 1/2|, |1/12 − 1/2|, and client 2's accuracy gap |0.75 − 0.9| (pooled accuracy 30/40)
+    assert_close(gaps, [7 / 12, 5 / 12, 0.15], terms=3, depth=3, scale=1.0, what="gaps")
+    # no positive sample of group 1 among the participants: every client takes the accuracy gap
+    lonely = np.stack([_counts((1, 1), (0, 0))] * 3)
+    only_accuracy, info = fairfed_group_gaps(acc, sizes, lonely)
+    assert np.array_equal(only_accuracy, fairfed_gaps(acc, sizes)) and info["eod_global"] is None
+
+
+def _sensitive_sim() -> Simulation:
+    engine = Engine(tiny_model(num_classes=2), tiny_sensitive(), dtype=torch.float64)
+    train = TrainConfig(rounds=3, clients_per_round=3, batch_size=4, lr=0.2, local_steps=3)
+    return Simulation(engine, train, 0)
+
+
+def test_a_round_on_a_sensitive_attribute_uses_the_eod_gaps_at_the_received_model():
+    sim = _sensitive_sim()
+    algo = build_algorithm("fairfed", sim, {"beta": 0.5})
+    w0 = algo.w.clone()
+    clients = algo.configure(0).clients
+    acc = sim.engine.losses(w0, clients)[1].numpy()
+    counts = sim.engine.group_counts(w0, clients, "train").numpy()
+    expected, info = fairfed_group_gaps(acc, sim.train_sizes[clients], counts)
+    out = algo.round(0)
+    assert (
+        out.diagnostics["gaps"] == expected.tolist() and out.diagnostics["eod_global"] == info["eod_global"]
+    )
+    assert out.diagnostics["eod_clients"] == info["eod_clients"]
+    n = sim.train_sizes[clients]
+    bar = np.maximum(n / sim.train_sizes.sum() - 0.5 * (expected - expected.mean()), 0)
+    assert_close(algo.state["fair_weights"][clients], bar, terms=3, depth=4, scale=1.5, what="fair weights")
+    plain = build_algorithm("fairfed", tiny_sim(), {}).round(0)
+    assert "eod_global" not in plain.diagnostics  # data without the attribute: the accuracy gap

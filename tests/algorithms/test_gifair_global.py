@@ -12,6 +12,7 @@ from fairfl_core.algorithms.gifair_global import (
     group_losses,
     lambda_max,
     rank_signs,
+    sensitive_group_ids,
 )
 from tests.algorithms.conftest import run_rounds, server_round, tiny_sim
 from tests.rounding import assert_close
@@ -215,3 +216,33 @@ def test_bad_settings_name_the_field_and_the_fix():
     sim.groups = np.full(6, -1)
     with pytest.raises(ValueError, match="groups='individual'"):
         build_algorithm("gifair_global", sim, {"groups": "partition"})
+
+
+# -- groups of clients by the sensitive attribute of their samples ------------------------------------------
+def test_sensitive_groups_by_hand():
+    counts = np.array([[10, 0], [5, 5], [0, 10], [30, 2]])
+    # shares of group 0: 10/45, 5/45, 0, 30/45; of group 1: 0, 5/17, 10/17, 2/17
+    assert sensitive_group_ids(counts).tolist() == [0, 1, 1, 0]
+    with pytest.raises(ValueError, match=r"all fall in one group \(d = 1\); GIFAIR-FL needs 2"):
+        sensitive_group_ids(np.array([[2, 1], [4, 2]]))  # equal shares: ties to group 0 for both
+    with pytest.raises(ValueError, match=r"no client holds samples of group\(s\) \['m'\]"):
+        sensitive_group_ids(np.array([[3, 0], [4, 0]]), ["f", "m"])
+
+
+def test_groups_sensitive_takes_the_clients_groups_from_the_data():
+    from fairfl_core.experiments.config import TrainConfig
+    from fairfl_core.sim.context import Simulation
+    from fairfl_core.sim.engine import Engine
+    from tests.conftest import tiny_model, tiny_sensitive
+
+    fed = tiny_sensitive()
+    train = TrainConfig(rounds=2, clients_per_round=3, batch_size=4, lr=0.2, local_steps=3)
+    sim = Simulation(Engine(tiny_model(num_classes=2), fed, dtype=torch.float64), train, 0)
+    for name in ("gifair_global", "gifair_per"):
+        algo = build_algorithm(name, sim, {"groups": "sensitive"})
+        assert np.array_equal(algo.groups, sensitive_group_ids(fed.sensitive_counts("train")))
+        run_rounds(algo, 2)
+    with pytest.raises(ValueError, match="groups='sensitive' needs data whose samples carry a sensitive"):
+        build_algorithm("gifair_global", tiny_sim(), {"groups": "sensitive"})
+    with pytest.raises(ValueError, match="groups='sensitive' is sensitive_group_ids"):
+        group_ids(np.zeros(3), "sensitive")

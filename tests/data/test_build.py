@@ -388,3 +388,51 @@ def test_label_noise_follows_the_partition_seed():
 def test_label_noise_out_of_range_names_the_field(rate):
     with pytest.raises(ValueError, match=rf"label_noise={rate} must be in \[0, 1\)"):
         DataSpec.from_dict({"name": "digits", "label_noise": rate})
+
+
+# -- a sensitive attribute (Adult, COMPAS) ------------------------------------------------------------------
+def _with_groups(root=None):
+    x = torch.arange(40, dtype=torch.float32)[:, None]
+    y = torch.tensor([0, 1] * 20)
+    s = torch.tensor([0] * 15 + [1] * 25)
+    return Dataset(
+        "fake", x, y, x[:10], y[:10], 2, "fake",
+        sensitive_train=s, sensitive_test=s[:10], sensitive_names=["a", "b"], sensitive_attribute="toy",
+    )  # fmt: skip
+
+
+def test_the_sensitive_attribute_follows_the_samples_into_the_pool(monkeypatch):
+    monkeypatch.setitem(DATASETS, "fake", _with_groups)
+    spec = DataSpec("fake", partition="sensitive_dirichlet", num_clients=3, partition_options={"alpha": 0.5})
+    fed = make_federated(spec, seed=0)
+    assert torch.equal(
+        fed.sensitive, torch.cat([_with_groups().sensitive_train, _with_groups().sensitive_test])
+    )
+    assert fed.sensitive_names == ["a", "b"] and fed.sensitive_attribute == "toy"
+    counts = fed.sensitive_counts("train")
+    for k, ix in enumerate(fed.client_train):
+        assert counts[k].tolist() == np.bincount(fed.sensitive[ix].numpy(), minlength=2).tolist()
+    other = make_federated(DataSpec("fake", partition="iid", num_clients=3), seed=0)
+    assert torch.equal(other.sensitive, fed.sensitive)  # any partition keeps it
+    moved = fed.to("cpu")
+    assert moved.sensitive is fed.sensitive
+    assert make_federated(DataSpec("digits", partition="iid", num_clients=3), seed=0).sensitive is None
+
+
+def test_the_sensitive_partition_is_in_the_config_and_needs_the_attribute(monkeypatch):
+    from fairfl_core.experiments.config import ExperimentConfig, config_hash
+
+    base = ExperimentConfig.from_dict(
+        {"data": {"name": "digits", "partition": "sensitive_dirichlet", "num_clients": 3,
+                  "partition_options": {"alpha": 0.5}}}
+    )  # fmt: skip
+    other = ExperimentConfig.from_dict(
+        {**base.to_dict(), "data": {**base.to_dict()["data"], "partition_options": {"alpha": 0.1}}}
+    )
+    assert config_hash(base) != config_hash(other)
+    with pytest.raises(
+        ValueError, match="partition_options.q is not an option of partition='sensitive_dirichlet'"
+    ):
+        DataSpec("digits", partition="sensitive_dirichlet", num_clients=3, partition_options={"q": 1})
+    with pytest.raises(ValueError, match="needs a dataset with a sensitive attribute .* digits has none"):
+        make_federated(base.data, seed=0)

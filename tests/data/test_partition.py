@@ -298,3 +298,48 @@ def test_matched_test_largest_remainder_for_equal_holders():
         [np.array([0]), np.array([1]), np.array([2])], train_labels, np.zeros(10, np.int64), rng()
     )
     assert sorted(len(t) for t in tests) == [3, 3, 4]
+
+
+# -- the sensitive attribute across clients (FairFed) -------------------------------------------------------
+def test_sensitive_dirichlet_follows_fairfeds_draw_by_hand():
+    groups = np.array([0] * 6 + [1] * 4)
+    parts = P.sensitive_dirichlet(groups, 3, 0.5, rng(7), min_size=0)
+    assert_disjoint(parts, total=10)
+    # the same draws by hand: per group, q ~ Dir(0.5, 0.5, 0.5), then the shuffled members cut at
+    # ⌊N_a Σ_{j≤k} q_j⌋
+    draws = rng(7)
+    expected: list[list[int]] = [[], [], []]
+    for members in (np.arange(6), np.arange(6, 10)):
+        q = draws.dirichlet([0.5, 0.5, 0.5])
+        cuts = [int(len(members) * q[0]), int(len(members) * (q[0] + q[1]))]
+        shuffled = draws.permutation(members)
+        for k, piece in enumerate((shuffled[: cuts[0]], shuffled[cuts[0] : cuts[1]], shuffled[cuts[1] :])):
+            expected[k] += piece.tolist()
+    assert [p.tolist() for p in parts] == [sorted(e) for e in expected]
+    assert same(parts, P.sensitive_dirichlet(groups, 3, 0.5, rng(7), min_size=0))  # deterministic
+
+
+def test_sensitive_dirichlet_skew_follows_alpha():
+    groups = np.repeat([0, 1], [3000, 1000])
+
+    def spread(alpha: float) -> float:
+        parts = P.sensitive_dirichlet(groups, 5, alpha, rng(1))
+        shares = np.array([groups[p].mean() for p in parts])  # each client's share of group 1
+        return float(shares.std())
+
+    assert spread(5000.0) < 0.01 < 0.1 < spread(0.1)  # FairFed's homogeneous and most skewed levels
+
+
+def test_sensitive_dirichlet_redraws_for_min_group_size_and_names_the_fix():
+    groups = np.repeat([0, 1], [200, 100])
+    parts = P.sensitive_dirichlet(groups, 4, 0.3, rng(2), min_group_size=5)
+    assert all(np.bincount(groups[p], minlength=2).min() >= 5 for p in parts)
+    with pytest.raises(ValueError) as info:
+        P.sensitive_dirichlet(groups, 4, 0.01, rng(2), min_group_size=20, max_tries=3, names=["f", "m"])
+    message = str(info.value)
+    assert "\n" not in message and "in 3 draws" in message and "raise alpha" in message
+    assert "partition_options.min_group_size" in message
+    with pytest.raises(ValueError, match="need more samples than the pool holds"):
+        P.sensitive_dirichlet(groups, 4, 0.5, rng(), min_group_size=30, names=["f", "m"])
+    with pytest.raises(ValueError, match=r"alpha=0.0 must be > 0"):
+        P.sensitive_dirichlet(groups, 4, 0.0, rng())

@@ -223,6 +223,31 @@ def test_a_custom_loss_travels_with_evaluate_and_gradient_requests(monkeypatch):
         flower.train_pooled(clients, w, None, 0)
 
 
+def test_group_counts_travel_as_query_messages(monkeypatch):
+    """On data with a sensitive attribute: each node counts its own client's samples by (group, label,
+    prediction), at one model or at its row of per-client models, as the local engine does (integer
+    counts: exact)."""
+    from tests.conftest import tiny_sensitive
+
+    on_nodes = Engine(tiny_model(num_classes=2), tiny_sensitive(), dtype=torch.float64)
+    monkeypatch.setattr(node, "node_engine", lambda experiment: on_nodes)
+
+    def exchange(kind, clients, requests):
+        assert kind == "query.group_counts"
+        return [node.answer(kind, r, int(k)) for k, r in zip(clients, requests, strict=True)]
+
+    flower = FlowerEngine(
+        Engine(tiny_model(num_classes=2), tiny_sensitive(), dtype=torch.float64), exchange, "{}"
+    )
+    w, clients = on_nodes.init_params(), np.array([1, 3, 4])
+    assert torch.equal(flower.group_counts(w, clients, "train"), on_nodes.group_counts(w, clients, "train"))
+    stacked = w + 0.1 * torch.randn(6, len(w), generator=torch.Generator().manual_seed(0))
+    assert torch.equal(
+        flower.group_counts(stacked, None, "test"), on_nodes.group_counts(stacked, None, "test")
+    )
+    assert torch.equal(flower.pooled_group_counts(w), on_nodes.pooled_group_counts(w))  # the server's own
+
+
 def test_each_client_needs_exactly_one_supernode(monkeypatch):
     as_flower_task(monkeypatch)
     client_app = apps.client_app()

@@ -227,3 +227,49 @@ def test_validation_losses_match_a_plain_module_and_the_stacked_path():
     assert_close(stacked_loss, loss, **bound(0, LOSS), what="stacked losses")
     assert_accuracy(stacked_acc, acc, max(sizes), "stacked accuracies")
     assert_close(some_loss, loss[[5, 2]], **bound(0, LOSS), what="losses of clients 5 and 2")
+
+
+# -- group counts (a sensitive attribute of the samples) ----------------------------------------------------
+def _counts_by_hand(fed, predict, idx) -> list:
+    """[group, label, prediction] counts of the samples ``idx``, one sample at a time."""
+    counts = np.zeros((2, 2, 2), dtype=np.int64)
+    for i in idx.tolist():
+        x = fed.inputs(torch.tensor([i]), torch.float64)
+        counts[int(fed.sensitive[i]), int(fed.y[i]), int(predict(x).argmax(-1))] += 1
+    return counts.tolist()
+
+
+@pytest.mark.parametrize("client_axis", ["bmm", "vmap", "loop"])
+def test_group_counts_count_each_clients_samples_by_group_label_and_prediction(client_axis):
+    from torch.func import functional_call
+
+    from tests.conftest import tiny_sensitive
+
+    fed = tiny_sensitive()
+    engine = Engine(tiny_model(num_classes=2), fed, dtype=torch.float64, client_axis=client_axis)
+    w = engine.init_params()
+    module = tiny_model(num_classes=2).double()  # the engine's initial model, as a plain module
+    clients = np.array([4, 0, 2])
+    for split in ("train", "test"):
+        counts = engine.group_counts(w, clients, split)
+        assert counts.shape == (3, 2, 2, 2) and counts.dtype == torch.int64
+        for row, k in enumerate(clients):
+            assert counts[row].tolist() == _counts_by_hand(fed, module, fed.client_indices(split)[k])
+    assert engine.pooled_group_counts(w).tolist() == _counts_by_hand(fed, module, fed.pooled_test)
+    # one model per client ([K, P]): each client's samples through its own model
+    stacked = w + 0.3 * torch.randn(fed.num_clients, len(w), generator=torch.Generator().manual_seed(1))
+    counts = engine.group_counts(stacked, split="test")
+    for k in range(fed.num_clients):
+        params = engine.space.unflatten(stacked[k])
+
+        def own(x, params=params):
+            return functional_call(module, params, (x,))
+
+        assert counts[k].tolist() == _counts_by_hand(fed, own, fed.client_test[k])
+    assert counts.sum() == sum(fed.test_sizes())
+
+
+def test_group_counts_need_a_sensitive_attribute():
+    engine = _engine("batched")
+    with pytest.raises(ValueError, match="sensitive attribute .* tiny has no sensitive attribute"):
+        engine.group_counts(engine.init_params())
