@@ -83,7 +83,13 @@ def fed():
 @pytest.fixture
 def unlisted_files(monkeypatch):
     """Tiny files written by a test under the real datasets' file names: the checksum table lists none of
-    them (``fairfl_core/data/checksums.py``), so each is used with its own digest recorded."""
+    them (``fairfl_core/data/checksums.py``), so each is used with its own digest recorded. The runner's
+    per-process datasets are dropped before and after, so that no dataset read under the empty table (its
+    ``data_files`` saying "not listed") reaches a later test."""
     from fairfl_core.data import checksums
+    from fairfl_core.experiments import runner
 
+    runner._federated_cached.cache_clear()
     monkeypatch.setattr(checksums, "known", lambda: {})
+    yield
+    runner._federated_cached.cache_clear()
