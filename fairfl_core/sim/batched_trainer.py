@@ -86,17 +86,13 @@ class BatchedTrainer:
 
             return closed_form
         lstm = self.client_axis.lstm
-        if lstm is not None and spec.loss is None:
-            seq_len = self.inputs(torch.zeros(1, dtype=torch.long, device=self.labels.device)).shape[-1]
-            if self.client_axis.writes_out_lstm(self.model, clients, batch, seq_len):
+        if lstm is not None and self.writes_out_lstm(spec, clients, batch):
 
-                def written_out(params, stats, x, y, m, scale, noise):
-                    grads, value = lstm_gradient(
-                        lstm, list(params.values()), x, y, m, scale, objective, *noise
-                    )
-                    return ExplicitGradient(grads), value
+            def written_out(params, stats, x, y, m, scale, noise):
+                grads, value = lstm_gradient(lstm, list(params.values()), x, y, m, scale, objective, *noise)
+                return ExplicitGradient(grads), value
 
-                return written_out
+            return written_out
         model, sample_loss = self.model, spec.loss
         layers = [layer for layer, _ in self.dropouts]
 
@@ -118,6 +114,14 @@ class BatchedTrainer:
             return ExplicitGradient(g), value
 
         return autograd
+
+    def writes_out_lstm(self, spec: LocalSpec, clients: int, batch: int) -> bool:
+        """Whether the LSTM's minibatch gradients of a stack of ``clients`` × ``batch`` run written out
+        (``ClientAxis.writes_out_lstm``; a spec with its own ``loss`` takes autograd)."""
+        if self.client_axis.lstm is None or spec.loss is not None:
+            return False
+        seq_len = self.inputs(torch.zeros(1, dtype=torch.long, device=self.labels.device)).shape[-1]
+        return self.client_axis.writes_out_lstm(self.model, clients, batch, seq_len)
 
     def stack(
         self,
@@ -159,9 +163,14 @@ class BatchedStack(ClientStack):
 
     def __init__(self, trainer: BatchedTrainer, start, spec, schedule, running=None):
         super().__init__(trainer, start, spec, schedule, running)
-        self.skips_idle_rows = trainer.client_axis.computes_rows_alone
+        clients, batch = schedule.index.shape[0], schedule.index.shape[2]
+        # a loop computes each row alone, so leaving a row out changes no other row's bits (a batched kernel
+        # of another size may round otherwise)
+        self.skips_idle_rows = trainer.client_axis.mapped == "loop" and not trainer.writes_out_lstm(
+            spec, clients, batch
+        )
         self.bufs = [torch.zeros_like(t) for t in self.ws] if spec.momentum else None
-        self.gradient = trainer.gradient_fn(spec, schedule.index.shape[0], schedule.index.shape[2])
+        self.gradient = trainer.gradient_fn(spec, clients, batch)
         self.noise = NoiseAhead(schedule, [shape for _, shape in trainer.dropouts], self.device)
 
     def _gradient(self, sel, host_rows, steps, on_host) -> _Gradient:

@@ -102,12 +102,6 @@ class ClientAxis:
         torch's fused kernel is faster everywhere else."""
         return "gates" if self.name == "vmap" else "fused"
 
-    @property
-    def computes_rows_alone(self) -> bool:
-        """Each row's computation is its own call (the loop), so leaving a row out changes no other row's
-        bits; a batched kernel of another size may round otherwise."""
-        return self.name == "loop"
-
 
 def client_map(
     fn: Callable, client_axis: str, in_dims: int | tuple = 0, randomness: str = "error"

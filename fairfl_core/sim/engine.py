@@ -389,11 +389,11 @@ class Engine:
             if closed_form is not None or lstm is not None:  # written out: the chunk's mean gradient
                 kc, count = rows.stop - rows.start, mask.sum(1)  # × its sample count
                 stacked = list(self.space.unflatten(w[rows] if w.dim() == 2 else w.expand(kc, -1)).values())
-                if closed_form is not None:
+                if lstm is not None:
+                    tensors, mean = lstm_gradient(lstm, stacked, x, y, mask, count)
+                elif closed_form is not None:
                     g, mean = mlp_gradient(closed_form[0], stacked, x, y, mask, count)
                     tensors = g.tensors()
-                else:
-                    tensors, mean = lstm_gradient(lstm, stacked, x, y, mask, count)
                 grads, value = dict(zip(self.space.names, tensors, strict=True)), mean * count
             else:
                 grads, value = fn(self.space.unflatten(w[rows] if w.dim() == 2 else w), x, y, mask)

@@ -31,12 +31,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 from torch import nn
 
 from fairfl_core.models.dropout import SeededDropout
-from fairfl_core.models.lstm import CharLSTM
+from fairfl_core.models.lstm import CharLSTM, LSTMLayer
 from fairfl_core.sim.mlp_step import output_delta
 
 __all__ = ["LSTMShape", "char_lstm", "lstm_gradient"]
@@ -62,7 +63,7 @@ def char_lstm(model: nn.Module) -> LSTMShape | None:
         return None
     if not isinstance(model.dropout, (SeededDropout, nn.Identity)):
         return None
-    layer = model.layers[0]
+    layer = cast(LSTMLayer, model.layers[0])
     return LSTMShape(
         vocab=model.embedding.num_embeddings,
         embed=model.embedding.embedding_dim,
@@ -95,7 +96,9 @@ def _gate_bias(shape: LSTMShape, biases: list[torch.Tensor]) -> torch.Tensor:
     return bias
 
 
-def _forward(x: torch.Tensor, w_ih, w_hh, bias, steps: int) -> _Layer:
+def _forward(
+    x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, bias: torch.Tensor, steps: int
+) -> _Layer:
     """The layer's forward recurrence (module docstring) over ``x [K, T·B, in]``."""
     k, hidden = x.shape[0], w_hh.shape[2]
     projected = torch.baddbmm(bias.unsqueeze(1), x, w_ih.transpose(1, 2)).view(k, steps, -1, 4 * hidden)

@@ -215,11 +215,11 @@ def test_bmm_is_an_opt_in_for_the_lstm_and_auto_is_unchanged():
 
 def test_measure_times_once_per_shape_and_is_auto_for_other_models(monkeypatch):
     model = build_model("lstm_leaf", hidden_size=HIDDEN)
-    calls = []
+    calls, choice = [], ["bmm"]
 
     def fake(m, shape, clients, batch, seq_len, repeats):
         calls.append((clients, batch, seq_len))
-        return "bmm"
+        return choice[0]
 
     monkeypatch.setattr(client_map, "_FASTEST", {})
     monkeypatch.setattr(client_map, "_measure", fake)
@@ -232,6 +232,12 @@ def test_measure_times_once_per_shape_and_is_auto_for_other_models(monkeypatch):
         engine = Engine(model, data, client_axis=axis, dtype=torch.float64)
         out[axis] = engine.train(np.arange(3), engine.init_params(), spec, seed=1).params
     assert torch.equal(out["measure"], out["bmm"])  # the measured choice runs the same computation
+    # the batched step keeps idle rows in the call, masked; a loop leaves them out, as client_axis "loop" does
+    for measured, skips in (("bmm", False), ("loop", True)):
+        monkeypatch.setattr(client_map, "_FASTEST", {})
+        choice[0] = measured
+        engine = Engine(model, data, client_axis="measure")
+        assert engine.stack(np.arange(3), engine.init_params(), spec, seed=0).skips_idle_rows is skips
     mlp = build_model("mlp", in_features=12, num_classes=5)
     assert ClientAxis.resolve("measure", mlp, torch.device("cpu")) == ClientAxis("bmm")
 
