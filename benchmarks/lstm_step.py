@@ -7,12 +7,15 @@ random, which does not change the arithmetic). The same process times, in interl
   (oneDNN on CPU, cuDNN on CUDA), one call per client;
 * ``vmap_gates``: the engine with ``client_axis="vmap"``: the gate equations written out (``models/lstm.py``,
   kernel ``"gates"``) and vmapped over the stacked clients, one batched matmul per character for all clients;
+* ``bmm``: the engine with ``client_axis="bmm"``: forward and backpropagation through time written out
+  (``sim/lstm_step.py``), one batched matmul per character and layer for all clients, no autograd;
 * ``sequential``: the sequential reference engine (one module, ``torch.optim.SGD``, client after client);
 * the FLOP/s of a large fp32 matmul.
 
 The last line is ``W3 batched_s_per_round=… sequential_s_per_round=… speedup=… efficiency=…`` with
-efficiency = training FLOP/s of the batched engine / matmul FLOP/s. ``--gifair-round`` also times one round of
-the GIFAIR-FL Shakespeare quick profile (FedAvg, real role data).
+efficiency = training FLOP/s of the batched engine / matmul FLOP/s; the FLOP floor is the step's FLOPs at the
+matmul's rate. ``--gifair-round`` also times rounds of the GIFAIR-FL Shakespeare quick profile (FedAvg, real
+role data) with ``client_axis`` ``auto`` and ``bmm``, interleaved.
 
 Usage: ``python benchmarks/lstm_step.py [--repeats 5] [--steps 2] [--gifair-round] [--device cuda]``
 """
@@ -73,6 +76,7 @@ def main() -> None:
     engines = {
         "batched": Engine(model, data),
         "vmap_gates": Engine(model, data, client_axis="vmap"),
+        "bmm": Engine(model, data, client_axis="bmm"),
         "sequential": Engine(model, data, kind="sequential"),
     }
     w = engines["batched"].init_params()
@@ -93,8 +97,8 @@ def main() -> None:
     med = {name: statistics.median(v) for name, v in times.items()}
     flops = step_flops(model)
     print(
-        f"training GFLOP per step={flops / 1e9:.2f} matmul GFLOP/s={peak / 1e9:.1f} "
-        f"(medians of {args.repeats} interleaved blocks of {args.steps} steps)"
+        f"training GFLOP per step={flops / 1e9:.2f} matmul GFLOP/s={peak / 1e9:.1f} FLOP floor "
+        f"{flops / peak:.4f} s (medians of {args.repeats} interleaved blocks of {args.steps} steps)"
     )
     for name, values in times.items():
         print(
@@ -109,17 +113,33 @@ def main() -> None:
 
         quick = experiment_configs("gifair_table5_shakespeare", "quick")
         cfg = next(c for c in quick if c.algorithm.name == "fedavg")
-        engine = Engine(build_model(cfg.model.name, **cfg.model.options), run_data(cfg, device))
-        algo = build_algorithm("fedavg", Simulation(engine, cfg.train, cfg.seed), cfg.algorithm.params)
-        start = time.perf_counter()
-        algo.round(0)
-        sync(device)
-        seconds = time.perf_counter() - start
-        print(f"GIFAIR Shakespeare quick round (FedAvg, {cfg.data.name}): {seconds:.1f} s")
+        round_data, round_model = run_data(cfg, device), build_model(cfg.model.name, **cfg.model.options)
+        algos = {
+            axis: build_algorithm(
+                "fedavg",
+                Simulation(Engine(round_model, round_data, client_axis=axis), cfg.train, cfg.seed),
+                cfg.algorithm.params,
+            )
+            for axis in ("auto", "bmm")
+        }
+        rounds: dict[str, list[float]] = {axis: [] for axis in algos}
+        for r in range(args.repeats + 1):  # round 0 warms up
+            for axis, algo in algos.items():
+                start = time.perf_counter()
+                algo.round(r)
+                sync(device)
+                if r:
+                    rounds[axis].append(time.perf_counter() - start)
+        auto_s, bmm_s = (statistics.median(rounds[axis]) for axis in algos)
+        print(
+            f"GIFAIR Shakespeare quick round (FedAvg, {cfg.data.name}, median of {args.repeats}): "
+            f"auto {auto_s:.3f} s, bmm {bmm_s:.3f} s, bmm/auto={bmm_s / auto_s:.2f}"
+        )
     print(
         f"W3 batched_s_per_round={med['batched']:.4f} sequential_s_per_round={med['sequential']:.4f} "
         f"speedup={med['sequential'] / med['batched']:.2f} efficiency={flops / med['batched'] / peak:.3f} "
-        f"vmap_gates/batched={med['vmap_gates'] / med['batched']:.2f}"
+        f"vmap_gates/batched={med['vmap_gates'] / med['batched']:.2f} "
+        f"bmm/batched={med['bmm'] / med['batched']:.2f}"
     )
 
 

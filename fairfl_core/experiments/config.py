@@ -79,7 +79,7 @@ class EngineConfig:
     dtype: str = "float32"  # float32 | float64
     chunk_size: int | None = None  # clients per vmap chunk (bounds memory); None = all selected
     threads: int | None = None  # torch CPU threads; None = leave as is
-    client_axis: str = "auto"  # auto | vmap | loop | bmm: how clients train side by side (sim/client_map.py)
+    client_axis: str = "auto"  # auto | vmap | loop | bmm | measure: how clients train (sim/client_map.py)
     precision: str = "exact"  # exact | tf32 | bf16: the float32 kernels' arithmetic (sim/precision.py)
 
 

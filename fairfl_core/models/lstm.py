@@ -17,6 +17,9 @@ by one of two kernels (``LSTMLayer.kernel``, the same function; only the last fl
   one ``h W_hhᵀ`` per position. It maps under ``vmap``, so with ``engine.client_axis="vmap"`` every client of
   a step (and every run of a rows batch) advances one position in one batched matmul (:func:`use_kernel`).
 
+With ``engine.client_axis="bmm"`` local training and full-batch gradients skip both: ``sim/lstm_step.py``
+writes the forward pass and backpropagation through time out for all clients at once.
+
 Presets:
 
 * ``lstm_leaf`` — LEAF ``models/shakespeare/stacked_lstm.py`` (also q-FFL's and Ditto's, hence GIFAIR-FL

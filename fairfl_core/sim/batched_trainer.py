@@ -2,9 +2,10 @@
 by one stacked computation.
 
 All stepping rows' minibatch gradients come from one call: ``vmap(grad(...))`` over the client axis, a loop of
-reverse-mode autograd calls (recurrent models; convolutional models on CPU), or the closed form of
-``mlp_step.py`` added into the weights by batched GEMMs (ReLU MLPs). The step itself is ``local.py``'s:
-``w ← w − η (s g + δ)``, with momentum ``b ← β b + s g + δ``, ``w ← w − η b``.
+reverse-mode autograd calls (recurrent models; convolutional models on CPU), the closed form of
+``mlp_step.py`` added into the weights by batched GEMMs (ReLU MLPs), or the character LSTM's backpropagation
+through time written out as batched matmuls (``lstm_step.py``, ``client_axis="bmm"`` or ``"measure"``). The
+step itself is ``local.py``'s: ``w ← w − η (s g + δ)``, with momentum ``b ← β b + s g + δ``, ``w ← w − η b``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from fairfl_core.sim.client_map import ClientAxis, client_grad_and_value, client
 from fairfl_core.sim.client_stack import ClientStack, per_row
 from fairfl_core.sim.feature_view import FeatureView
 from fairfl_core.sim.local import LocalResult, LocalSpec, combine, masked_mean_loss, take
+from fairfl_core.sim.lstm_step import lstm_gradient
 from fairfl_core.sim.mlp_step import mlp_gradient
 from fairfl_core.sim.params import ParamSpace
 from fairfl_core.sim.precision import Precision
@@ -59,18 +61,20 @@ class BatchedTrainer:
         self.features = client_map(features, self.client_axis.mapped)
         self.dropouts = model_dropouts(model, inputs, labels.device)
 
-    def gradient_fn(self, spec: LocalSpec) -> Callable:
+    def gradient_fn(self, spec: LocalSpec, clients: int = 1, batch: int = 1) -> Callable:
         """``(params {name: [R, ...]}, stats, x, y, mask, scale [R] | None, noise) → (gradient, objective
-        [R])``; ``noise``: each dropout layer's ``[R, B, ...]`` (``batches.dropout_noise``).
+        [R])``; ``noise``: each dropout layer's ``[R, B, ...]`` (``batches.dropout_noise``); ``clients`` ×
+        ``batch``: the stack's shape (what ``client_axis="measure"`` times the LSTM's two steps at).
 
         ``stats``: the rows' running statistics ``{name: [R, ...]}`` (empty without BatchNorm), updated in
         place by the train-mode forward pass.
 
         The gradient has ``add_to(tensors, alpha)``: the closed form of ``mlp_step.py`` for
-        ``client_axis="bmm"`` (unless the spec brings its own ``loss``), else the gradient of the loss mapped
-        over the client axis. Gradients are taken with respect to the stacked parameter tensors and the SGD
-        update runs on them, so no step copies the whole ``[K, P]`` (differentiating the flat vector itself
-        makes autograd materialise a zero-padded ``[K, P]`` per parameter tensor).
+        ``client_axis="bmm"`` (unless the spec brings its own ``loss``), the LSTM's written out by
+        ``lstm_step.py`` where the axis takes it, else the gradient of the loss mapped over the client axis.
+        Gradients are taken with respect to the stacked parameter tensors and the SGD update runs on them, so
+        no step copies the whole ``[K, P]`` (differentiating the flat vector itself makes autograd
+        materialise a zero-padded ``[K, P]`` per parameter tensor).
         """
         objective = spec.objective
         relu_mlp = self.client_axis.relu_mlp
@@ -81,6 +85,14 @@ class BatchedTrainer:
                 return mlp_gradient(flattens, list(params.values()), x, y, m, scale, objective)
 
             return closed_form
+        lstm = self.client_axis.lstm
+        if lstm is not None and self.writes_out_lstm(spec, clients, batch):
+
+            def written_out(params, stats, x, y, m, scale, noise):
+                grads, value = lstm_gradient(lstm, list(params.values()), x, y, m, scale, objective, *noise)
+                return ExplicitGradient(grads), value
+
+            return written_out
         model, sample_loss = self.model, spec.loss
         layers = [layer for layer, _ in self.dropouts]
 
@@ -102,6 +114,14 @@ class BatchedTrainer:
             return ExplicitGradient(g), value
 
         return autograd
+
+    def writes_out_lstm(self, spec: LocalSpec, clients: int, batch: int) -> bool:
+        """Whether the LSTM's minibatch gradients of a stack of ``clients`` × ``batch`` run written out
+        (``ClientAxis.writes_out_lstm``; a spec with its own ``loss`` takes autograd)."""
+        if self.client_axis.lstm is None or spec.loss is not None:
+            return False
+        seq_len = self.inputs(torch.zeros(1, dtype=torch.long, device=self.labels.device)).shape[-1]
+        return self.client_axis.writes_out_lstm(self.model, clients, batch, seq_len)
 
     def stack(
         self,
@@ -143,9 +163,14 @@ class BatchedStack(ClientStack):
 
     def __init__(self, trainer: BatchedTrainer, start, spec, schedule, running=None):
         super().__init__(trainer, start, spec, schedule, running)
-        self.skips_idle_rows = trainer.client_axis.computes_rows_alone
+        clients, batch = schedule.index.shape[0], schedule.index.shape[2]
+        # a loop computes each row alone, so leaving a row out changes no other row's bits (a batched kernel
+        # of another size may round otherwise)
+        self.skips_idle_rows = trainer.client_axis.mapped == "loop" and not trainer.writes_out_lstm(
+            spec, clients, batch
+        )
         self.bufs = [torch.zeros_like(t) for t in self.ws] if spec.momentum else None
-        self.gradient = trainer.gradient_fn(spec)
+        self.gradient = trainer.gradient_fn(spec, clients, batch)
         self.noise = NoiseAhead(schedule, [shape for _, shape in trainer.dropouts], self.device)
 
     def _gradient(self, sel, host_rows, steps, on_host) -> _Gradient:

@@ -7,26 +7,33 @@ no ``vmap`` batching rule, so ``auto`` loops over clients for them on every devi
 written-out gate equations instead (``models/lstm.py``, set by the engine), one batched matmul per position
 for all clients (``benchmarks/README.md`` has the measured figures). Both compute the same function of
 the same stacked tensors; only the kernels (and so the last float bits) differ. A third axis, ``bmm``, is the
-closed-form gradient of ReLU MLPs (``mlp_step.py``, what ``auto`` picks for them), used by local training
-and the engine's full-batch gradients; every function mapped here runs under ``vmap`` for it.
+gradient written out as batched matmuls, used by local training and the engine's full-batch gradients: the
+closed form of ReLU MLPs (``mlp_step.py``, what ``auto`` picks for them; every function mapped here runs under
+``vmap`` for it) and backpropagation through time of the character LSTM (``lstm_step.py``, only when asked
+for; the other functions loop over torch's fused kernel). ``measure`` times the LSTM's two steps at each shape
+and takes the faster (:func:`fastest_lstm_axis`).
 """
 
 from __future__ import annotations
 
+import copy
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
-from torch.func import grad_and_value, vmap
+from torch.func import functional_call, grad_and_value, vmap
 from torch.utils._pytree import tree_leaves, tree_map
 
-from fairfl_core.models.lstm import LSTMLayer
+from fairfl_core.models.lstm import LSTMLayer, use_kernel
+from fairfl_core.sim.local import masked_mean_loss
+from fairfl_core.sim.lstm_step import LSTMShape, char_lstm, lstm_gradient
 from fairfl_core.sim.mlp_step import dense_relu_layers
 
-__all__ = ["CLIENT_AXES", "ClientAxis", "client_grad_and_value", "client_map"]
+__all__ = ["CLIENT_AXES", "ClientAxis", "client_grad_and_value", "client_map", "fastest_lstm_axis"]
 
-CLIENT_AXES = ("auto", "vmap", "loop", "bmm")
+CLIENT_AXES = ("auto", "vmap", "loop", "bmm", "measure")
 
 
 @dataclass(frozen=True)
@@ -34,26 +41,32 @@ class ClientAxis:
     """How an engine's clients run side by side, decided once (:meth:`resolve`) and read by the engine and
     its trainer alike.
 
-    ``name``: ``"vmap"``, ``"loop"`` or ``"bmm"``; ``relu_mlp``: the ReLU MLP's layers for ``bmm``'s
-    closed-form step (``mlp_step.dense_relu_layers``), else None.
+    ``name``: ``"vmap"``, ``"loop"``, ``"bmm"`` or ``"measure"``; ``relu_mlp``: the ReLU MLP's layers for
+    ``bmm``'s closed-form step (``mlp_step.dense_relu_layers``), else None; ``lstm``: the character LSTM's
+    shape for its written-out step (``lstm_step.char_lstm``) under ``bmm`` and ``measure``, else None.
     """
 
     name: str
     relu_mlp: tuple[bool, list[nn.Linear]] | None = field(default=None, compare=False)
+    lstm: LSTMShape | None = None
 
     @classmethod
     def resolve(cls, client_axis: str, model: nn.Module, device: torch.device) -> ClientAxis:
         """``auto`` takes the closed-form step of ``mlp_step.py`` for ReLU MLPs, loops for recurrent models
         and for convolutional models on CPU, and vmaps otherwise. A name other than ``auto`` is taken as
-        given (``bmm`` only for a ReLU MLP)."""
+        given (``bmm`` only for a ReLU MLP or the character LSTM); ``measure`` is ``auto`` for every model
+        but the character LSTM."""
         if client_axis not in CLIENT_AXES:
             raise ValueError(f"engine.client_axis must be one of {CLIENT_AXES}, got {client_axis!r}")
-        relu_mlp = dense_relu_layers(model)
-        if client_axis == "bmm" and relu_mlp is None:
+        relu_mlp, lstm = dense_relu_layers(model), char_lstm(model)
+        if client_axis == "bmm" and relu_mlp is None and lstm is None:
             raise ValueError(
                 "engine.client_axis='bmm' needs a ReLU MLP ([Flatten →] Linear → ReLU → … → Linear, every "
-                f"Linear with a bias); {type(model).__name__} is not one: use 'auto' or 'vmap'"
+                f"Linear with a bias) or the character LSTM (models/lstm.py); {type(model).__name__} is not "
+                "one: use 'auto' or 'vmap'"
             )
+        if client_axis == "measure" and lstm is None:
+            client_axis = "auto"
         if client_axis == "auto":
             recurrent = any(isinstance(m, LSTMLayer) for m in model.modules())
             has_conv = any(isinstance(m, nn.modules.conv._ConvNd) for m in model.modules())
@@ -63,25 +76,31 @@ class ClientAxis:
                 client_axis = "loop"
             else:
                 client_axis = "vmap"
+        if client_axis in ("bmm", "measure") and lstm is not None:
+            return cls(client_axis, lstm=lstm)
         return cls(client_axis, relu_mlp if client_axis == "bmm" else None)
 
     @property
     def mapped(self) -> str:
-        """The axis of every per-client function mapped by :func:`client_map` (``bmm`` has a closed form for
-        local training and full-batch gradients only: the rest runs under ``vmap``)."""
+        """The axis of every per-client function mapped by :func:`client_map` (``bmm`` writes out local
+        training's and full-batch gradients only: the rest runs under ``vmap``, or for the LSTM in a loop over
+        its fused kernel)."""
+        if self.lstm is not None:
+            return "loop"
         return "vmap" if self.name == "bmm" else self.name
+
+    def writes_out_lstm(self, model: nn.Module, clients: int, batch: int, seq_len: int) -> bool:
+        """Whether the character LSTM's gradients of ``clients`` × ``batch`` sequences of ``seq_len`` run
+        written out (``lstm_step.py``): always under ``bmm``, where it measured faster under ``measure``."""
+        if self.lstm is None:
+            return False
+        return self.name == "bmm" or fastest_lstm_axis(model, clients, batch, seq_len) == "bmm"
 
     @property
     def lstm_kernel(self) -> str:
         """The LSTM layers' kernel (``models.lstm.use_kernel``): the written-out gates map under ``vmap``;
         torch's fused kernel is faster everywhere else."""
         return "gates" if self.name == "vmap" else "fused"
-
-    @property
-    def computes_rows_alone(self) -> bool:
-        """Each row's computation is its own call (the loop), so leaving a row out changes no other row's
-        bits; a batched kernel of another size may round otherwise."""
-        return self.name == "loop"
 
 
 def client_map(
@@ -136,3 +155,53 @@ def client_grad_and_value(
         return dict(zip(leaves, filled, strict=True)), value.detach()
 
     return client_map(autograd, client_axis, in_dims=in_dims, randomness=randomness)
+
+
+_FASTEST: dict[tuple, str] = {}
+
+
+def fastest_lstm_axis(model: nn.Module, clients: int, batch: int, seq_len: int, repeats: int = 3) -> str:
+    """``"loop"`` or ``"bmm"``: the faster way to take the character LSTM's minibatch gradients of ``clients``
+    × ``batch`` random sequences of ``seq_len`` tokens on the model's device and dtype, torch's fused kernel
+    client by client (autograd) or the written-out step (``lstm_step.py``); best of ``repeats`` interleaved
+    timings after one warm-up each. Cached per (model shape, clients, batch, seq_len, device, dtype) in this
+    process. Draws nothing from torch's global generator."""
+    shape = char_lstm(model)
+    if shape is None:
+        raise ValueError(
+            f"fastest_lstm_axis times the character LSTM (models/lstm.py), not {type(model).__name__}"
+        )
+    probe = next(model.parameters())
+    key = (shape, clients, batch, seq_len, str(probe.device), probe.dtype)
+    if key not in _FASTEST:
+        fused = use_kernel(copy.deepcopy(model), "fused").eval()
+        _FASTEST[key] = _measure(fused, shape, clients, batch, seq_len, repeats)
+    return _FASTEST[key]
+
+
+def _measure(model: nn.Module, shape: LSTMShape, clients: int, batch: int, seq_len: int, repeats: int) -> str:
+    probe = next(model.parameters())
+    params = {n: p.detach().expand(clients, *p.shape).clone() for n, p in model.named_parameters()}
+    gen = torch.Generator().manual_seed(0)
+    tokens = torch.randint(0, shape.vocab, (clients, batch, seq_len), generator=gen).to(probe.device)
+    y = torch.randint(0, shape.vocab, (clients, batch), generator=gen).to(probe.device)
+    mask = torch.ones(clients, batch, dtype=probe.dtype, device=probe.device)
+
+    def loss(p, x, yk, mk):
+        return masked_mean_loss(functional_call(model, p, (x,)), yk, mk)
+
+    looped = client_grad_and_value(loss, "loop")
+    steps = {
+        "loop": lambda: looped(params, tokens, y, mask),
+        "bmm": lambda: lstm_gradient(shape, list(params.values()), tokens, y, mask),
+    }
+    best = dict.fromkeys(steps, float("inf"))
+    for repeat in range(repeats + 1):  # the first round warms up
+        for name, step in steps.items():
+            start = time.perf_counter()
+            step()
+            if probe.device.type == "cuda":
+                torch.cuda.synchronize(probe.device)
+            if repeat:
+                best[name] = min(best[name], time.perf_counter() - start)
+    return min(best, key=lambda name: best[name])

@@ -18,9 +18,11 @@ An algorithm never touches a DataLoader or an ``nn.Module``: it calls
 All of them are a few large forward passes over the concatenated samples, or one call mapped over the client
 axis of per-client models (``client_map``: ``vmap``, or a loop over the stacked clients for convolutional
 models on CPU, where grouped convolutions are slow). For ReLU MLPs, local training and ``gradients`` use the
-closed-form gradient of ``mlp_step.py`` instead (``client_axis="bmm"``). The axis is decided once
-(``client_map.ClientAxis``) and read by the engine and its trainer alike. Every computation runs in the
-engine's ``precision`` (``precision.py``: exact by default, TF32 off on CUDA; ``tf32`` or ``bf16`` by choice).
+closed-form gradient of ``mlp_step.py`` instead (``client_axis="bmm"``), for the character LSTM the
+written-out backpropagation through time of ``lstm_step.py`` when asked (``"bmm"``, or ``"measure"`` where it
+is timed faster). The axis is decided once (``client_map.ClientAxis``) and read by the engine and its trainer
+alike. Every computation runs in the engine's ``precision`` (``precision.py``: exact by default, TF32 off on
+CUDA; ``tf32`` or ``bf16`` by choice).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from fairfl_core.sim.client_stack import ClientStack
 from fairfl_core.sim.faults import completed_steps, truncate_schedule
 from fairfl_core.sim.feature_view import FeatureView
 from fairfl_core.sim.local import LocalResult, LocalSpec, SampleLoss, cross_entropy
+from fairfl_core.sim.lstm_step import lstm_gradient
 from fairfl_core.sim.mlp_step import mlp_gradient
 from fairfl_core.sim.params import ParamSpace
 from fairfl_core.sim.precision import Precision
@@ -126,6 +129,11 @@ class Engine:
         self.precision.check_dtype(dtype)
         self.client_axis = ClientAxis.resolve(client_axis, self.model, self.device)
         use_kernel(self.model, self.client_axis.lstm_kernel)  # LSTM layers only
+        if self.client_axis.lstm is not None and self.precision.mode == "bf16":
+            raise ValueError(
+                f"engine.client_axis={client_axis!r} writes the LSTM's step out in the engine's dtype, not "
+                "under engine.precision='bf16': use client_axis 'loop' (or 'auto') for bf16"
+            )
         self.model_key = model_key  # equal for equal architectures (runs as rows stack by it; None: never)
         self.trainer: Trainer
         if kind == "batched":
@@ -299,13 +307,19 @@ class Engine:
         )
         return torch.cat(parts), owner
 
-    def _padded_chunks(self, clients: np.ndarray, split: str):
-        """Yield (rows, sample index [kc, cs], mask [kc, cs]) over client and sample chunks."""
+    def _chunk_shape(self, clients: np.ndarray, split: str, samples: int) -> tuple[int, int]:
+        """(clients, samples per client) of :meth:`_padded_chunks`' chunks (the last ones may be smaller)."""
+        width = max(int(self._counts[split][clients].max()), 1)
+        kc = self.chunk_size or len(clients)
+        return kc, max(1, min(width, samples // max(kc, 1)))
+
+    def _padded_chunks(self, clients: np.ndarray, split: str, samples: int | None = None):
+        """Yield (rows, sample index [kc, cs], mask [kc, cs]) over client and sample chunks of at most
+        ``samples`` samples (default ``eval_batch``)."""
         index, counts = self._padded[split]
         sel = to_device(clients, self.device)
         width = max(int(self._counts[split][clients].max()), 1)
-        kc = self.chunk_size or len(clients)
-        cs = max(1, min(width, self.eval_batch // max(kc, 1)))
+        kc, cs = self._chunk_shape(clients, split, samples or self.eval_batch)
         cols = torch.arange(width, device=self.device)
         for lo in range(0, len(clients), kc):
             rows = slice(lo, min(lo + kc, len(clients)))
@@ -344,28 +358,43 @@ class Engine:
         self, w: torch.Tensor, clients: np.ndarray, split: str = "train", loss: SampleLoss | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """:meth:`gradients` and each client's mean loss ``[K]`` from the same pass: the loss :meth:`losses`
-        gives, summed in another order."""
+        gives, summed in another order.
+
+        The LSTM's written-out step holds a chunk's clients at once, so its chunks have ``eval_batch / kc``
+        samples (the memory of one client's call in the loop)."""
         clients = np.asarray(clients)
         sample_loss = loss or cross_entropy
         closed_form = self.client_axis.relu_mlp if loss is None else None
+        samples, lstm = self.eval_batch, self.client_axis.lstm if loss is None else None
+        if lstm is not None:
+            samples //= max(1, min(self.chunk_size or len(clients), len(clients)))
+            seq_len = self.data.x.shape[-1]
+            if not self.client_axis.writes_out_lstm(
+                self.model, *self._chunk_shape(clients, split, samples), seq_len
+            ):
+                samples, lstm = self.eval_batch, None
 
         def loss_sum(params, x, y, m):
             out = functional_call(self.model, (params, self.buffers), (x,))
             return (sample_loss(out, y) * m).sum()
 
-        if closed_form is None:
+        if closed_form is None and lstm is None:
             in_dims = (0 if w.dim() == 2 else None, 0, 0, 0)
             fn = client_grad_and_value(loss_sum, self.client_axis.mapped, in_dims=in_dims)
         out = torch.zeros(len(clients), self.space.size, dtype=self.dtype, device=self.device)
         loss_sums = torch.zeros(len(clients), dtype=self.dtype, device=self.device)
         self.eval_mode()
-        for rows, idx, mask in self._padded_chunks(clients, split):
+        for rows, idx, mask in self._padded_chunks(clients, split, samples):
             x, y = self.data.inputs(idx, self.dtype), self.data.y[idx]
-            if closed_form is not None:  # client_axis "bmm", the closed form: the chunk's mean gradient
+            if closed_form is not None or lstm is not None:  # written out: the chunk's mean gradient
                 kc, count = rows.stop - rows.start, mask.sum(1)  # × its sample count
-                stacked = self.space.unflatten(w[rows] if w.dim() == 2 else w.expand(kc, -1))
-                g, mean = mlp_gradient(closed_form[0], list(stacked.values()), x, y, mask, count)
-                grads, value = dict(zip(self.space.names, g.tensors(), strict=True)), mean * count
+                stacked = list(self.space.unflatten(w[rows] if w.dim() == 2 else w.expand(kc, -1)).values())
+                if lstm is not None:
+                    tensors, mean = lstm_gradient(lstm, stacked, x, y, mask, count)
+                elif closed_form is not None:
+                    g, mean = mlp_gradient(closed_form[0], stacked, x, y, mask, count)
+                    tensors = g.tensors()
+                grads, value = dict(zip(self.space.names, tensors, strict=True)), mean * count
             else:
                 grads, value = fn(self.space.unflatten(w[rows] if w.dim() == 2 else w), x, y, mask)
             out[rows] += self.space.flatten(grads, batch_dims=1)

@@ -31,7 +31,7 @@ from torch.func import grad_and_value, vmap
 
 from fairfl_core.models.mlp import MLP
 
-__all__ = ["FactoredGradient", "dense_relu_layers", "mlp_gradient"]
+__all__ = ["FactoredGradient", "dense_relu_layers", "mlp_gradient", "output_delta"]
 
 
 def _chain(module: nn.Module) -> list[nn.Module]:
@@ -96,6 +96,31 @@ class FactoredGradient:
         return out
 
 
+def output_delta(
+    logits: torch.Tensor,
+    y: torch.Tensor,
+    mask: torch.Tensor,
+    scale: torch.Tensor | None = None,
+    objective: Callable[[torch.Tensor], torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(δ_L, objective)``: the gradient of each client's ``f(masked mean cross-entropy)`` (times
+    ``scale``) with respect to the logits ``[K, B, C]`` (the module docstring's δ_L), and the objective's
+    value ``[K]``."""
+    log_p = logits.log_softmax(-1)
+    ce = -log_p.gather(-1, y.unsqueeze(-1)).squeeze(-1)  # local.cross_entropy, from the log p it needs anyway
+    count = mask.sum(1).clamp_min(1.0)
+    loss = (ce * mask).sum(1) / count
+    coef = mask / count[:, None]
+    if objective is not None:
+        slope, loss = vmap(grad_and_value(objective))(loss)
+        coef = coef * slope[:, None]
+    if scale is not None:
+        coef = coef * scale[:, None]
+    delta = log_p.exp_()
+    delta.scatter_add_(-1, y.unsqueeze(-1), torch.full_like(delta[..., :1], -1.0))
+    return delta.mul_(coef.unsqueeze(-1)), loss
+
+
 def mlp_gradient(
     flattens: bool,
     params: list[torch.Tensor],
@@ -121,19 +146,8 @@ def mlp_gradient(
         a = torch.baddbmm(b.unsqueeze(1), a, w.transpose(1, 2))
         if layer < n_layers - 1:
             a = a.relu_()
-    log_p = a.log_softmax(-1)
-    ce = -log_p.gather(-1, y.unsqueeze(-1)).squeeze(-1)  # local.cross_entropy, from the log p it needs anyway
-    count = mask.sum(1).clamp_min(1.0)
-    loss = (ce * mask).sum(1) / count
-    coef = mask / count[:, None]
-    if objective is not None:
-        slope, loss = vmap(grad_and_value(objective))(loss)
-        coef = coef * slope[:, None]
-    if scale is not None:
-        coef = coef * scale[:, None]
-    delta = log_p.exp_()
-    delta.scatter_add_(-1, y.unsqueeze(-1), torch.full_like(delta[..., :1], -1.0))
-    deltas = [delta.mul_(coef.unsqueeze(-1))]
+    delta, loss = output_delta(a, y, mask, scale, objective)
+    deltas = [delta]
     for layer in range(n_layers - 1, 0, -1):
         d = torch.bmm(deltas[0], params[2 * layer])
         # ReLU's backward, 1[a > 0] ⊙ d, as one fused kernel
