@@ -7,11 +7,12 @@ from __future__ import annotations
 import pandas as pd
 
 from fairfl_core.experiments.profiles import Experiment
+from fairfl_core.report.bundle import Paper, register_paper
 from fairfl_core.report.claims import OBSERVATION, PAPER, Claim
 from fairfl_core.report.paper import printed
 from fairfl_core.report.tables import format_mean_std
 
-__all__ = ["quickstart_claims"]
+__all__ = ["BUNDLE", "quickstart_claims"]
 
 
 def _printed(metric: str) -> str:
@@ -67,3 +68,13 @@ def quickstart_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]
             source=f"{OBSERVATION}: a check against {table1} ({_printed('var')}), not a claim of the paper",
         ),
     ]
+
+
+BUNDLE = register_paper(
+    Paper(
+        "quickstart",
+        ("quickstart",),
+        claim_builders={"quickstart": quickstart_claims},
+        printed_in="fedeba_plus",
+    )
+)
