@@ -25,15 +25,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from fairfl_core.experiments.config import apply_overrides
+from fairfl_core.experiments.config import ExperimentConfig, apply_overrides
 from fairfl_core.experiments.profiles import (
     EXPERIMENTS,
     PROFILES,
     Experiment,
+    distinct_configs,
     experiment_configs,
     get_experiment,
 )
-from fairfl_core.experiments.sweep import run_sweep
+from fairfl_core.experiments.sweep import SweepOutcome, run_sweep
 from fairfl_core.report.claims import (
     NOT_CHECKED_OFFLINE,
     PAPER,
@@ -125,11 +126,13 @@ def paper_rows(experiment: Experiment) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class PaperRun:
-    """What :meth:`Paper.run` computed at ``profile``: each run experiment's ``runs`` and reproduced
-    ``tables`` (with the ``paper`` values beside them), why the others were ``skipped``, and the page's
-    ``claims`` as saved (with their verdicts)."""
+    """What :meth:`Paper.run` computed at ``profile``: each run experiment's ``configs``, the sweep's
+    ``outcomes``, its ``runs`` and reproduced ``tables`` (with the ``paper`` values beside them), why the
+    others were ``skipped``, and the page's ``claims`` as saved (with their verdicts)."""
 
     profile: str
+    configs: dict[str, list[ExperimentConfig]]
+    outcomes: list[SweepOutcome]
     runs: dict[str, pd.DataFrame]
     tables: dict[str, pd.DataFrame]
     paper: dict[str, pd.DataFrame]
@@ -144,7 +147,8 @@ class Paper:
     ``unavailable``: experiment → why it cannot run on this machine (e.g. data without a stand-in), or None;
     ``claim_builders``: experiment name (or its prefix) → ``claims(experiment, runs)``; ``printed_in``: the
     folder of its printed numbers and readings when it is not ``papers/<name>/`` (an appendix bundle reads
-    its paper's)."""
+    its paper's); ``metrics``: the columns of the tables :meth:`run` saves; ``claims_title``: the title of
+    its claims table (default ``"<name>: claims"``)."""
 
     name: str
     experiments: tuple[str, ...]
@@ -152,6 +156,8 @@ class Paper:
     unavailable: Callable[[str], str | None] = _available
     claim_builders: Mapping[str, ClaimBuilder] = field(default_factory=dict)
     printed_in: str = ""
+    metrics: tuple[str, ...] = ("global_acc", "var")
+    claims_title: str = ""
 
     def __post_init__(self) -> None:
         unknown = set(self.left_out) - set(PROFILES)
@@ -175,37 +181,44 @@ class Paper:
         results_dir: str | Path,
         output_dir: str | Path,
         *,
-        metrics: tuple[str, ...] = ("global_acc", "var"),
         seeds: list[int] | None = None,
         device: str = "auto",
         executor: str = "inline",
         workers: int | None = None,
     ) -> PaperRun:
-        """Run the experiments planned at ``profile`` (finished runs under ``results_dir`` are reused,
-        interrupted ones resume), save each one's table of ``metrics`` beside the paper's numbers, with its
-        caption, and the page's claims (``claims.csv``: each experiment's claims aggregated over exactly the
-        metrics they name; those of the experiments left out, read in the printed numbers) to
-        ``output_dir``."""
+        """Run the experiments planned at ``profile`` as one sweep (finished runs under ``results_dir`` are
+        reused, interrupted ones resume), save to ``output_dir`` each one's table of :attr:`metrics` beside
+        the paper's numbers, with its caption, and the page's claims (``claims.csv``: each experiment's claims
+        aggregated over exactly the metrics they name, and those of the experiments left out, read in the
+        printed numbers)."""
         names, skipped = self.planned(profile)
-        done = PaperRun(profile, {}, {}, {}, skipped, pd.DataFrame())
+        configs = {name: experiment_configs(name, profile, seeds=seeds) for name in names}
+        outcomes = run_sweep(
+            distinct_configs(configs),
+            results_dir,
+            device=device,
+            progress=False,
+            executor=executor,
+            workers=workers,
+        )
+        done = PaperRun(profile, configs, outcomes, {}, {}, {}, skipped, pd.DataFrame())
         checks = []
         for name in names:
             experiment = get_experiment(name)
-            configs = experiment_configs(name, profile, seeds=seeds)
-            run_sweep(configs, results_dir, device=device, progress=False, executor=executor, workers=workers)
-            runs = done.runs[name] = load_runs(results_dir, configs)
-            table, done.paper[name] = paper_table(experiment, runs, metrics)
+            runs = done.runs[name] = load_runs(results_dir, configs[name])
+            table, done.paper[name] = paper_table(experiment, runs, self.metrics)
             done.tables[name] = table
-            save_table(table, output_dir, name, caption=caption(experiment.description, name, profile, seeds))
+            title = f"{experiment.description}; mean ± std over seeds"
+            save_table(table, output_dir, name, caption=caption(title, name, profile, seeds))
             named = tuple(dict.fromkeys(c.metric for c in self.claims(experiment, runs)))
             agg = aggregate(runs, metrics=named) if named else None
             checks.append(self.check(name, runs, agg, done.paper[name]))
         checks += [self.check(name, None) for name in skipped]
         found = [c for c in checks if not c.empty]
         if found:
-            claims = pd.concat(found, ignore_index=True)
-            title = claims_caption(f"{self.name}: claims", profile)
-            done = dataclasses.replace(done, claims=save_claims(claims, output_dir, "claims", caption=title))
+            title = claims_caption(self.claims_title or f"{self.name}: claims", profile)
+            claims = save_claims(pd.concat(found, ignore_index=True), output_dir, "claims", caption=title)
+            done = dataclasses.replace(done, claims=claims)
         return done
 
     def claims(self, experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:

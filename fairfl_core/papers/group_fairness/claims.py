@@ -197,5 +197,7 @@ BUNDLE = register_paper(
         tuple(E.EXPERIMENTS),
         unavailable=E.absent,
         claim_builders={"group_fairness_": group_fairness_claims},
+        metrics=TABLE_METRICS,
+        claims_title="Group fairness: the package's observations",
     )
 )
