@@ -369,7 +369,7 @@ def table1_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
     for m in experiment.method_list():
         if m.label in named and m.label != prac:
             continue
-        reason = why.get(m.label, "a row the paper does not print in Table 1 (readings.md)")
+        reason = why.get(m.label, "a row the paper does not print in Table 1 (docs/readings.md)")
         claims += better(experiment, name, ours, m.label, f"{OBSERVATION}: {reason}")
     if on_stand_in(runs):  # a stand-in's numbers are not the paper dataset's: no check against its values
         return claims
@@ -557,7 +557,7 @@ FIG1_EBA, FIG1_QFFL = f"EBA (τ={FIG1_TAU:g}, as printed)", "q-FFL (formula, q=1
 FIG1_EBA_FITTED = f"EBA (τ={FIG1_FITTED_TAU}, fitted to the paper's point: a reading)"
 FIG1_QFFL_PRINTED = "q-FFL (paper's printed point)"
 _FIG1_PAPER_ROW = {"FedAvg": "FedAvg", FIG1_QFFL_PRINTED: "q-FFL", FIG1_EBA: "EBA"}
-FITTED = "the package's observation: τ fitted to the paper's EBA point, not printed (readings.md)"
+FITTED = "the package's observation: τ fitted to the paper's EBA point, not printed (docs/readings.md)"
 FIG1_POINT = (
     'Fig. 1 (caption): "q-FFL, FedEBA+, and FedAvg produce x^{t+1} of −0.4, −0.1, and 0.5, respectively."'
 )

@@ -361,7 +361,7 @@ def _variant(claim: Claim, reading: str) -> Claim:
         claim,
         primary=False,
         source=(
-            f"{OBSERVATION}: variant: {reading} G, another reading of G's scale (readings.md); the "
+            f"{OBSERVATION}: variant: {reading} G, another reading of G's scale (docs/readings.md); the "
             f"verdict is the {experiments.READING} reading's row. The paper's claim: {claim.source}"
         ),
     )
