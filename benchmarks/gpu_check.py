@@ -53,7 +53,7 @@ from round_launches import count_rounds
 from round_speed import Workload, rows_round, rows_rounds, train_flops_per_round
 from sweep_executors import EXECUTORS, sweep
 
-import fairfl_core.experiments.papers  # noqa: F401  (registers the experiments)
+import fairfl_core.papers  # noqa: F401  (registers the catalogue)
 from fairfl_core.experiments.profiles import experiment_configs
 from fairfl_core.experiments.runner import resolve_device
 from fairfl_core.models import build_model

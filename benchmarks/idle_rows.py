@@ -25,7 +25,7 @@ import time
 import torch
 from paper_cost import build, first_plan
 
-import fairfl_core.experiments.papers  # noqa: F401  (registers the experiments)
+import fairfl_core.papers  # noqa: F401  (registers the catalogue)
 from fairfl_core.experiments.profiles import EXPERIMENTS, experiment_configs
 from fairfl_core.sim.client_map import ClientAxis
 

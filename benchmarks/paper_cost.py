@@ -42,7 +42,7 @@ import torch
 from round_speed import matmul_flops, rows_rounds, sync
 from torch.utils.flop_counter import FlopCounterMode
 
-import fairfl_core.experiments.papers  # noqa: F401  (registers the experiments)
+import fairfl_core.papers  # noqa: F401  (registers the catalogue)
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.experiments.config import ExperimentConfig, apply_overrides
 from fairfl_core.experiments.profiles import EXPERIMENTS, experiment_configs

@@ -25,7 +25,7 @@ from collections import defaultdict
 
 import numpy as np
 
-import fairfl_core.experiments.papers  # noqa: F401  (registers the experiments)
+import fairfl_core.papers  # noqa: F401  (registers the catalogue)
 from fairfl_core.experiments.profiles import experiment_configs
 from fairfl_core.experiments.sweep import run_sweep
 

@@ -28,7 +28,7 @@ import torch
 from paper_cost import build, time_rounds
 from round_speed import sync
 
-import fairfl_core.experiments.papers  # noqa: F401  (registers the experiments)
+import fairfl_core.papers  # noqa: F401  (registers the catalogue)
 from fairfl_core.experiments.profiles import EXPERIMENTS, experiment_configs
 from fairfl_core.experiments.runner import resolve_device
 

@@ -162,7 +162,7 @@ def main() -> None:
     for name, values in times.items():
         print(f"  {name} s/round: median {med[name]:.4f}, blocks " + " ".join(f"{v:.4f}" for v in values))
     if args.cnn_rounds > 0:
-        from fairfl_core.experiments.papers.fedeba_plus import cifar10_stand_in
+        from fairfl_core.papers.fedeba_plus.experiments import cifar10_stand_in
 
         cnn = ExperimentConfig.from_dict(load_config(CNN_CONFIG, list(cifar10_stand_in()))).validate()
         times = {

@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import fairfl_core.experiments.papers  # noqa: F401  (registers the experiments)
+import fairfl_core.papers  # noqa: F401  (registers the catalogue)
 from fairfl_core.experiments.config import config_hash
 from fairfl_core.experiments.profiles import experiment_configs
 from fairfl_core.experiments.runner import cached_run

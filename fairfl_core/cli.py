@@ -130,7 +130,8 @@ def cmd_summarize(args) -> int:
 
 def cmd_archive(args) -> int:
     from fairfl_core.experiments import archive
-    from fairfl_core.experiments.profiles import EXPERIMENTS, experiment_configs
+    from fairfl_core.experiments.profiles import experiment_configs
+    from fairfl_core.papers import EXPERIMENTS
 
     results = args.results or f"results/{args.profile}"
     if args.action == "pack":
@@ -165,6 +166,7 @@ def cmd_archive(args) -> int:
 
 
 def cmd_campaign(args) -> int:
+    import fairfl_core.papers  # noqa: F401  (registers the catalogue)
     from fairfl_core.experiments.campaign import campaign_configs, experiments_of, run_campaign
 
     results = args.results or f"results/{args.profile}"

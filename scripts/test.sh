@@ -14,7 +14,7 @@ bash scripts/setup.sh
 .venv/bin/ruff check fairfl_core tests benchmarks notebooks
 .venv/bin/python -m mypy  # configured in pyproject.toml: fairfl_core/
 # the tests that compare computations, again as on a CPU whose kernels round otherwise (tests/README.md)
-jitter=(tests/sim tests/flower tests/algorithms tests/experiments tests/gossip tests/models)
+jitter=(tests/sim tests/flower tests/algorithms tests/experiments tests/papers tests/gossip tests/models)
 if [ "$fast" = 1 ]; then
   .venv/bin/python -m pytest tests -m "not slow" "$@"
   exec .venv/bin/python -m pytest "${jitter[@]}" -m "not slow" --kernel-jitter -p no:cacheprovider

@@ -14,6 +14,7 @@ import pytest
 import torch
 from torch import nn
 
+import fairfl_core.papers  # noqa: F401  (the experiment catalogue and the papers' bundles)
 from fairfl_core.data.federated import FederatedDataset
 from tests.kernel_jitter import _kernel_jitter  # noqa: F401 -- autouse under --kernel-jitter
 

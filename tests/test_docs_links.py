@@ -14,6 +14,8 @@ DOCS = [
     ROOT / "benchmarks" / "README.md",
     ROOT / "tests" / "README.md",
     ROOT / "fairfl_core" / "algorithms" / "README.md",
+    ROOT / "fairfl_core" / "papers" / "README.md",
+    *sorted((ROOT / "fairfl_core" / "papers").glob("*/readings.md")),
 ]
 
 _FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)

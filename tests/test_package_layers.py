@@ -1,6 +1,7 @@
 """Packages by concern: the layers below ``report`` (experiments, the engine, algorithms, data, models,
-selection, metrics) never import it, at module level or inside a function, so ``report`` (tables, figures,
-claims, paper values) can import the experiment catalogue without a cycle."""
+selection, metrics) never import it, and no layer below ``papers`` (``report`` and ``flower`` included)
+imports ``papers``, at module level or inside a function: the papers' folders import the generic layers,
+and the catalogue they fill is loaded by whoever imports ``fairfl_core.papers`` (the CLI, notebooks, tests)."""
 
 import ast
 from pathlib import Path
@@ -9,6 +10,7 @@ import pytest
 
 PACKAGE = Path(__file__).parents[1] / "fairfl_core"
 BELOW_REPORT = ["experiments", "sim", "algorithms", "data", "models", "selection", "gossip", "metrics"]
+BELOW_PAPERS = [*BELOW_REPORT, "report", "flower", "dataclass_io.py", "numbers_version.py", "provenance.py"]
 
 
 def imported_modules(path: Path) -> list[tuple[int, str]]:
@@ -35,6 +37,17 @@ def test_no_layer_below_report_imports_it(part):
         for path in _files(part)
         for line, name in imported_modules(path)
         if name == "fairfl_core.report" or name.startswith("fairfl_core.report.")
+    ]
+    assert not offending, "\n".join(offending)
+
+
+@pytest.mark.parametrize("part", BELOW_PAPERS)
+def test_no_layer_below_papers_imports_them(part):
+    offending = [
+        f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
+        for path in _files(part)
+        for line, name in imported_modules(path)
+        if name == "fairfl_core.papers" or name.startswith("fairfl_core.papers.")
     ]
     assert not offending, "\n".join(offending)
 

@@ -7,7 +7,7 @@ evaluated with its own model. The global model stays w_0 (reported, never traine
 
 FedEBA+'s FAA (Table 17, after FOCUS) needs F_i(x_i*), each client's loss at the optimum of its own data:
 one round of all N clients for a long local training, run and cached like any other run
-(``experiments/papers/fedeba_plus_appendix.py``).
+(``papers/fedeba_plus/appendix_experiments.py``).
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ An experiment is a base config (a YAML file in ``configs/``), the methods it com
     configs = experiment_configs("quickstart", "smoke")
     run_sweep(configs, "results/smoke")
 
-A paper's tables are :func:`register_experiment` calls in its module under ``fairfl_core/experiments/papers/``
-(every module there is imported with this one).
+A paper's tables are :func:`register_experiment` calls in its folder's ``experiments.py``
+(``fairfl_core/papers/<paper>/``); ``import fairfl_core.papers`` loads the whole catalogue.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class Method:
 
 @dataclass(frozen=True)
 class PaperTable:
-    """Where an experiment's paper numbers are: ``fairfl_core/paper_results/<paper>.csv``, rows of ``table``.
+    """Where an experiment's paper numbers are: ``fairfl_core/papers/<paper>/results.csv``, rows of ``table``.
     ``datasets`` maps our dataset name (``data.name``) to the paper's dataset column; a stand-in run is
     compared with the column of the dataset it stands in for (``data.stand_in``). ``column``: the paper's
     dataset column of the whole experiment, where its base config's dataset is not it (an experiment of
@@ -155,7 +155,8 @@ def register_experiment(experiment: Experiment) -> Experiment:
 
 def get_experiment(name: str) -> Experiment:
     if name not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {name!r}; registered experiments: {sorted(EXPERIMENTS)}")
+        hint = "" if EXPERIMENTS else " (none: `import fairfl_core.papers` loads the catalogue)"
+        raise ValueError(f"unknown experiment {name!r}; registered experiments: {sorted(EXPERIMENTS)}{hint}")
     return EXPERIMENTS[name]
 
 
@@ -251,17 +252,3 @@ def profile_table(experiment: str) -> pd.DataFrame:
             for name, p in ((n, resolved(q)) for n, q in exp.profiles.items())
         ]
     )
-
-
-# -- the catalogue: every module of fairfl_core/experiments/papers/ registers its experiments ------------
-def _load_catalogue() -> None:
-    import importlib
-    import pkgutil
-
-    from fairfl_core.experiments import papers
-
-    for module in pkgutil.iter_modules(papers.__path__):
-        importlib.import_module(f"{papers.__name__}.{module.name}")
-
-
-_load_catalogue()

@@ -6,16 +6,28 @@ data (``FlowerEngine``: ``train`` → a ``train`` message, ``losses`` → ``eval
 ``query.gradients``, ``features`` → ``query.features``, ``group_counts`` → ``query.group_counts``), however
 many clients it asks. It does not map when clients exchange models among themselves between local steps
 (gossip, ``engine.stack``) or when one training run pools every client's data. ``SUPPORT`` holds the
-decision for every registered algorithm, read from its code; ``docs/flower.md`` shows it as a table.
+decision for every registered algorithm, read from its code; ``docs/flower.md`` shows it as a table that
+``python -m fairfl_core.flower.support`` rewrites from it (the block between ``<!-- support -->`` and
+``<!-- /support -->``).
 """
 
 from __future__ import annotations
 
+import re
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from fairfl_core.algorithms.base import algorithm_class
 
-__all__ = ["SUPPORT", "FlowerUnsupported", "Mapping", "check_flower_config"]
+__all__ = [
+    "SUPPORT",
+    "FlowerUnsupported",
+    "Mapping",
+    "check_flower_config",
+    "support_table",
+    "write_support_table",
+]
 
 
 class FlowerUnsupported(ValueError):
@@ -122,3 +134,34 @@ def check_flower_config(cfg) -> None:
             f"config field faults.rate = {cfg.faults.rate!r}: fairfl's engine simulates client faults, while "
             "in a Flower run they are real (a node that does not answer stops the run); set faults.rate: 0"
         )
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "flower.md"
+_BLOCK = re.compile(r"(<!-- support -->\n)(?P<body>.*?)(<!-- /support -->)", re.DOTALL)
+
+
+def support_table() -> str:
+    """:data:`SUPPORT` as the Markdown table of ``docs/flower.md``."""
+    rows = [f"| `{name}` | {'yes' if m.supported else 'no'} | {m.how} |" for name, m in SUPPORT.items()]
+    return (
+        "\n".join(
+            ["| algorithm | runs | messages of one round, or why it cannot run |", "|---|---|---|", *rows]
+        )
+        + "\n"
+    )
+
+
+def write_support_table(doc: Path = DOC) -> bool:
+    """Rewrite the support block of ``doc`` from :data:`SUPPORT`; True when it changed."""
+    text = doc.read_text()
+    if not _BLOCK.search(text):
+        raise ValueError(f"{doc} has no <!-- support --> ... <!-- /support --> block to write the table into")
+    new = _BLOCK.sub(lambda m: m.group(1) + support_table() + m.group(3), text)
+    doc.write_text(new)
+    return new != text
+
+
+if __name__ == "__main__":
+    changed = write_support_table()
+    print(f"{DOC}: {'rewritten' if changed else 'already up to date'}")
+    sys.exit(0)

@@ -1,8 +1,9 @@
 """A paper as one registered bundle: its experiments and what its notebook runs at each profile, its claims
 (one signature, ``claims(experiment, runs) -> list[Claim]``), its printed numbers
-(``paper_results/<name>.csv``) and its readings (its section of ``docs/readings.md``).
+(``papers/<name>/results.csv``) and its readings (``papers/<name>/readings.md``).
 
-Each paper's report module (``report/<name>.py``) registers its bundle once; a notebook asks it::
+Each paper's folder (``fairfl_core/papers/<name>/``, its ``claims.py``) registers its bundle once; a notebook
+asks it::
 
     bundle = get_paper("afga")
     names, skipped = bundle.planned(profile)  # the experiments run at this profile; why the others are not
@@ -14,40 +15,47 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
+import inspect
 import json
 import math
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from fairfl_core.experiments.config import apply_overrides
+from fairfl_core.experiments.config import ExperimentConfig, apply_overrides
 from fairfl_core.experiments.profiles import (
     EXPERIMENTS,
     PROFILES,
     Experiment,
+    distinct_configs,
     experiment_configs,
     get_experiment,
 )
+from fairfl_core.experiments.sweep import SweepOutcome, run_sweep
 from fairfl_core.report.claims import (
     NOT_CHECKED_OFFLINE,
     PAPER,
     Claim,
     Scale,
     check_claims,
+    claims_caption,
     op_text,
     paper_verdict,
+    save_claims,
 )
-from fairfl_core.report.paper import load_paper_results, printed
-from fairfl_core.report.results import model_spec
+from fairfl_core.report.paper import PAPERS_DIR, load_paper_results, paper_table, printed
+from fairfl_core.report.results import load_runs, model_spec
+from fairfl_core.report.tables import aggregate, caption, save_table
 
 __all__ = [
     "NOT_RUN",
     "PAPERS",
-    "READINGS",
+    "PaperRun",
     "ClaimBuilder",
+    "check_bundle",
     "Paper",
     "get_paper",
     "paper_dataset",
@@ -58,7 +66,6 @@ __all__ = [
 
 NOT_RUN = "not run at this profile"
 
-READINGS = Path(__file__).resolve().parents[2] / "docs" / "readings.md"
 ClaimBuilder = Callable[[Experiment, pd.DataFrame], list[Claim]]
 
 
@@ -118,13 +125,30 @@ def paper_rows(experiment: Experiment) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
+class PaperRun:
+    """What :meth:`Paper.run` computed at ``profile``: each run experiment's ``configs``, the sweep's
+    ``outcomes``, its ``runs`` and reproduced ``tables`` (with the ``paper`` values beside them), why the
+    others were ``skipped``, and the page's ``claims`` as saved (with their verdicts)."""
+
+    profile: str
+    configs: dict[str, list[ExperimentConfig]]
+    outcomes: list[SweepOutcome]
+    runs: dict[str, pd.DataFrame]
+    tables: dict[str, pd.DataFrame]
+    paper: dict[str, pd.DataFrame]
+    skipped: dict[str, str]
+    claims: pd.DataFrame
+
+
+@dataclass(frozen=True)
 class Paper:
-    """One paper. ``name``: its ``paper_results/<name>.csv``; ``experiments``: the catalogue names its main
+    """One paper. ``name``: its folder ``papers/<name>/``; ``experiments``: the catalogue names its main
     notebook runs, in order; ``left_out``: profile → {experiment: why the notebook does not run it there};
     ``unavailable``: experiment → why it cannot run on this machine (e.g. data without a stand-in), or None;
     ``claim_builders``: experiment name (or its prefix) → ``claims(experiment, runs)``; ``printed_in``: the
-    ``paper_results`` CSV of its numbers when it is not ``<name>.csv`` (an appendix bundle reads its paper's);
-    ``readings_heading``: the start of its heading in ``docs/readings.md``."""
+    folder of its printed numbers and readings when it is not ``papers/<name>/`` (an appendix bundle reads
+    its paper's); ``metrics``: the columns of the tables :meth:`run` saves; ``claims_title``: the title of
+    its claims table (default ``"<name>: claims"``)."""
 
     name: str
     experiments: tuple[str, ...]
@@ -132,7 +156,8 @@ class Paper:
     unavailable: Callable[[str], str | None] = _available
     claim_builders: Mapping[str, ClaimBuilder] = field(default_factory=dict)
     printed_in: str = ""
-    readings_heading: str = ""
+    metrics: tuple[str, ...] = ("global_acc", "var")
+    claims_title: str = ""
 
     def __post_init__(self) -> None:
         unknown = set(self.left_out) - set(PROFILES)
@@ -149,6 +174,52 @@ class Paper:
             raise ValueError(f"profile {profile!r}: choose one of {list(PROFILES)}")
         skipped = {n: why for n in self.experiments if (why := self.why_not(n, profile))}
         return [n for n in self.experiments if n not in skipped], skipped
+
+    def run(
+        self,
+        profile: str,
+        results_dir: str | Path,
+        output_dir: str | Path,
+        *,
+        seeds: list[int] | None = None,
+        device: str = "auto",
+        executor: str = "inline",
+        workers: int | None = None,
+    ) -> PaperRun:
+        """Run the experiments planned at ``profile`` as one sweep (finished runs under ``results_dir`` are
+        reused, interrupted ones resume), save to ``output_dir`` each one's table of :attr:`metrics` beside
+        the paper's numbers, with its caption, and the page's claims (``claims.csv``: each experiment's claims
+        aggregated over exactly the metrics they name, and those of the experiments left out, read in the
+        printed numbers)."""
+        names, skipped = self.planned(profile)
+        configs = {name: experiment_configs(name, profile, seeds=seeds) for name in names}
+        outcomes = run_sweep(
+            distinct_configs(configs),
+            results_dir,
+            device=device,
+            progress=False,
+            executor=executor,
+            workers=workers,
+        )
+        done = PaperRun(profile, configs, outcomes, {}, {}, {}, skipped, pd.DataFrame())
+        checks = []
+        for name in names:
+            experiment = get_experiment(name)
+            runs = done.runs[name] = load_runs(results_dir, configs[name])
+            table, done.paper[name] = paper_table(experiment, runs, self.metrics)
+            done.tables[name] = table
+            title = f"{experiment.description}; mean ± std over seeds"
+            save_table(table, output_dir, name, caption=caption(title, name, profile, seeds))
+            named = tuple(dict.fromkeys(c.metric for c in self.claims(experiment, runs)))
+            agg = aggregate(runs, metrics=named) if named else None
+            checks.append(self.check(name, runs, agg, done.paper[name]))
+        checks += [self.check(name, None) for name in skipped]
+        found = [c for c in checks if not c.empty]
+        if found:
+            title = claims_caption(self.claims_title or f"{self.name}: claims", profile)
+            claims = save_claims(pd.concat(found, ignore_index=True), output_dir, "claims", caption=title)
+            done = dataclasses.replace(done, claims=claims)
+        return done
 
     def claims(self, experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
         """The paper's claims checked on ``experiment``'s ``runs`` (the builder of the longest matching
@@ -241,14 +312,18 @@ class Paper:
         """One printed number (:func:`~fairfl_core.report.paper.printed`)."""
         return printed(self.printed_in or self.name, table, dataset, method, metric)[0]
 
-    def readings(self, path: Path = READINGS) -> str:
-        """The paper's section of ``docs/readings.md``: how the package reads what the paper leaves open."""
-        text = path.read_text()
-        start = text.find(f"\n## {self.readings_heading}")
-        if not self.readings_heading or start < 0:
-            raise KeyError(f"{path} has no section '## {self.readings_heading}' for paper {self.name!r}")
-        end = text.find("\n## ", start + 1)
-        return text[start + 1 : None if end < 0 else end].strip()
+    def folder(self, root: Path = PAPERS_DIR) -> Path:
+        """The paper's folder: its experiments, claims, printed numbers and readings."""
+        return root / (self.printed_in or self.name)
+
+    def readings(self, root: Path = PAPERS_DIR) -> str:
+        """The paper's ``readings.md``: how the package reads what the paper leaves open."""
+        path = self.folder(root) / "readings.md"
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"paper {self.name!r} has no {path}; write how it reads what the paper leaves open"
+            )
+        return path.read_text()
 
 
 PAPERS: dict[str, Paper] = {}
@@ -264,16 +339,48 @@ def register_paper(paper: Paper) -> Paper:
     return paper
 
 
-def get_paper(name: str) -> Paper:
-    """The bundle of paper ``name``, registered by ``fairfl_core.report.<name>``."""
-    if name not in PAPERS:
+def check_bundle(paper: Paper) -> None:
+    """The contract of a registered paper, raising ``ValueError`` with what to fix: its experiments are
+    registered; at every profile each is planned or has a reason starting "not run"; each claim builder has
+    the one signature ``claims(experiment, runs) -> list[Claim]`` and names registered experiments; its
+    printed numbers load (where it has any, and where an experiment cites them) and its ``readings.md``
+    exists."""
+    problems = [f"experiment {n!r} is not registered" for n in paper.experiments if n not in EXPERIMENTS]
+    for profile in PROFILES:
+        run, skipped = paper.planned(profile) if not problems else ([], {})
+        problems += [
+            f"at {profile}, {n!r}: the reason must start 'not run' ({why!r})"
+            for n, why in skipped.items()
+            if not why.startswith("not run")
+        ]
+    for key, builder in paper.claim_builders.items():
+        parameters = list(inspect.signature(builder).parameters)
+        if parameters != ["experiment", "runs"]:
+            problems.append(f"claim builder {key!r} takes {parameters}, not (experiment, runs)")
+        if typing.get_type_hints(builder).get("return") != list[Claim]:
+            problems.append(f"claim builder {key!r} is not annotated `-> list[Claim]`")
+        if not any(n.startswith(key) for n in EXPERIMENTS):
+            problems.append(f"claim builder {key!r} names no registered experiment")
+    folder = paper.folder()
+    cited = any(EXPERIMENTS[n].paper for n in paper.experiments if n in EXPERIMENTS)
+    if cited or (folder / "results.csv").exists():
         try:
-            importlib.import_module(f"fairfl_core.report.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"fairfl_core.report.{name}":
-                raise
+            paper.values()
+        except (FileNotFoundError, ValueError) as e:
+            problems.append(str(e))
+    if not (folder / "readings.md").is_file():
+        problems.append(
+            f"no {folder / 'readings.md'}: write how the package reads what the paper leaves open"
+        )
+    if problems:
+        raise ValueError(f"paper {paper.name!r}: " + "; ".join(problems))
+
+
+def get_paper(name: str) -> Paper:
+    """The bundle of paper ``name`` (registered by its folder, ``fairfl_core/papers/<name>/``)."""
     if name not in PAPERS:
+        hint = "" if PAPERS else " (none: `import fairfl_core.papers` loads them)"
         raise KeyError(
-            f"no paper {name!r}; registered: {sorted(PAPERS)} (add one as docs/extending.md shows)"
+            f"no paper {name!r}; registered: {sorted(PAPERS)}{hint} (add one as docs/extending.md shows)"
         )
     return PAPERS[name]

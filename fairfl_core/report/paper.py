@@ -1,4 +1,5 @@
-"""The papers' own numbers, one cited CSV per paper in ``fairfl_core/paper_results/`` (format: its README).
+"""The papers' own numbers, one cited CSV per paper: ``fairfl_core/papers/<paper>/results.csv`` (format:
+``fairfl_core/papers/README.md``).
 
 Each row is one printed cell: ``paper, table, dataset, method, metric, value, std, source`` where ``metric``
 is a summary key of :func:`fairfl_core.metrics.fairness_summary` (``global_acc``, ``var``, ``worst5``, ...)
@@ -20,7 +21,7 @@ from fairfl_core.report.tables import METRIC_LABELS, format_mean_std, results_ta
 __all__ = [
     "LEFT_OUT",
     "PAPER_COLUMNS",
-    "PAPER_RESULTS_DIR",
+    "PAPERS_DIR",
     "PaperTableResult",
     "experiment_paper_values",
     "load_paper_results",
@@ -32,20 +33,21 @@ __all__ = [
     "with_missing_rows",
 ]
 
-PAPER_RESULTS_DIR = Path(__file__).resolve().parent.parent / "paper_results"
+PAPERS_DIR = Path(__file__).resolve().parent.parent / "papers"
+RESULTS_FILE = "results.csv"
 PAPER_COLUMNS = ("paper", "table", "dataset", "method", "metric", "value", "std", "source")
 
 
-def load_paper_results(paper: str, directory: str | Path = PAPER_RESULTS_DIR) -> pd.DataFrame:
-    """All printed numbers of ``paper`` (``<directory>/<paper>.csv``), checked: every column present, text
-    fields filled, ``value`` numeric, ``std`` numeric or empty, no cell listed twice."""
+def load_paper_results(paper: str, directory: str | Path = PAPERS_DIR) -> pd.DataFrame:
+    """All printed numbers of ``paper`` (``<directory>/<paper>/results.csv``), checked: every column present,
+    text fields filled, ``value`` numeric, ``std`` numeric or empty, no cell listed twice."""
     directory = Path(directory)
-    path = directory / f"{paper}.csv"
+    path = directory / paper / RESULTS_FILE
     if not path.exists():
-        known = sorted(p.stem for p in directory.glob("*.csv"))
+        known = sorted(p.parent.name for p in directory.glob(f"*/{RESULTS_FILE}"))
         raise FileNotFoundError(
             f"no paper results {path}; available papers: {known} "
-            f"(add {paper}.csv in the format of {directory / 'README.md'})"
+            f"(add {paper}/{RESULTS_FILE} in the format of {directory / 'README.md'})"
         )
     df = pd.read_csv(path, dtype={"table": str, "dataset": str, "method": str, "metric": str, "source": str})
     missing = [c for c in PAPER_COLUMNS if c not in df]
@@ -58,7 +60,7 @@ def load_paper_results(paper: str, directory: str | Path = PAPER_RESULTS_DIR) ->
                 f"{path}: column {col!r} is empty in data row(s) {[i + 1 for i in empty]}; fill it"
             )
     if (df["paper"] != paper).any():
-        raise ValueError(f"{path}: column 'paper' must be {paper!r} (the file name) in every row")
+        raise ValueError(f"{path}: column 'paper' must be {paper!r} (the folder's name) in every row")
     for col in ("value", "std"):
         numeric = pd.to_numeric(df[col], errors="coerce")
         bad = df.index[numeric.isna() & (df[col].notna() if col == "std" else True)].tolist()
@@ -75,19 +77,19 @@ def load_paper_results(paper: str, directory: str | Path = PAPER_RESULTS_DIR) ->
 
 
 def printed(paper: str, table: str, dataset: str, method: str, metric: str) -> tuple[float, float]:
-    """One printed cell of ``paper_results/<paper>.csv``: (value, std; NaN where it prints none); a clear
+    """One printed cell of ``papers/<paper>/results.csv``: (value, std; NaN where it prints none); a clear
     error when the paper prints no such cell."""
     v = load_paper_results(paper)
     hit = v[
         (v["table"] == table) & (v["dataset"] == dataset) & (v["method"] == method) & (v["metric"] == metric)
     ]
     if hit.empty:
-        raise KeyError(f"{paper}.csv prints no {table} / {dataset} / {method} / {metric}")
+        raise KeyError(f"papers/{paper}/results.csv prints no {table} / {dataset} / {method} / {metric}")
     return float(hit["value"].iloc[0]), float(hit["std"].iloc[0])
 
 
 def experiment_paper_values(
-    experiment: Experiment, runs: pd.DataFrame, directory: str | Path = PAPER_RESULTS_DIR
+    experiment: Experiment, runs: pd.DataFrame, directory: str | Path = PAPERS_DIR
 ) -> pd.DataFrame:
     """The paper numbers that ``experiment``'s runs reproduce, keyed like the results:
     ``dataset, data, method, metric, paper_value, paper_std, paper_dataset, source`` (``dataset`` is the
@@ -106,7 +108,7 @@ def experiment_paper_values(
     values = values[values["table"] == ref.table]
     if values.empty:
         raise ValueError(
-            f"paper results {ref.paper}.csv have no rows for {ref.table!r} (experiment "
+            f"paper results papers/{ref.paper}/results.csv have no rows for {ref.table!r} (experiment "
             f"{experiment.name!r}); tables there: {tables}"
         )
     rows = {m.paper_row: m.label for m in experiment.method_list() if m.paper_row}

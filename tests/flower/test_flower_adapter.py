@@ -343,10 +343,23 @@ def test_local_step_objects_travel_only_as_fairfl_code():
         load_objects(pickle.dumps({"objective": functools.partial(__import__("os").system, "true")}))
 
 
-def test_the_support_table_covers_every_algorithm_and_matches_the_docs():
+def test_the_support_table_covers_every_algorithm_and_is_the_docs_table(tmp_path):
+    from fairfl_core.flower.support import support_table, write_support_table
+
     assert set(SUPPORT) == set(ALGORITHMS)
-    rows = re.findall(r"^\| `([^`]+)` \| (yes|no) \|", (ROOT / "docs/flower.md").read_text(), re.M)
+    doc = (ROOT / "docs/flower.md").read_text()
+    assert (
+        f"<!-- support -->\n{support_table()}<!-- /support -->" in doc
+    )  # python -m fairfl_core.flower.support
+    rows = re.findall(r"^\| `([^`]+)` \| (yes|no) \|", support_table(), re.M)
     assert dict(rows) == {name: "yes" if m.supported else "no" for name, m in SUPPORT.items()}
+    stale = tmp_path / "flower.md"
+    stale.write_text("before\n<!-- support -->\n| old |\n<!-- /support -->\nafter\n")
+    assert (
+        write_support_table(stale)
+        and stale.read_text() == f"before\n<!-- support -->\n{support_table()}<!-- /support -->\nafter\n"
+    )
+    assert not write_support_table(stale)
 
 
 def test_the_flwr_run_template_is_a_valid_flower_app():

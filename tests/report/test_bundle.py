@@ -1,33 +1,41 @@
 """Each paper is one registered bundle: its plan per profile, claims of one signature, printed numbers and
 readings."""
 
-import importlib
 import inspect
-import pkgutil
 import typing
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from fairfl_core import report
 from fairfl_core.data.stand_ins import present
-from fairfl_core.experiments.papers import afga as A
-from fairfl_core.experiments.papers import submodular_selection as S
 from fairfl_core.experiments.profiles import EXPERIMENTS, PROFILES, Experiment, get_experiment
-from fairfl_core.report import PAPER, Claim, get_paper
-from fairfl_core.report.bundle import PAPERS
+from fairfl_core.papers import PAPERS, check_bundle
+from fairfl_core.papers.afga import experiments as A
+from fairfl_core.papers.submodular_selection import experiments as S
+from fairfl_core.report import PAPER, Claim, Paper, get_paper
 
-
-def _bundles() -> tuple[str, ...]:
-    """Every registered bundle: each module of ``fairfl_core.report`` registers its own on import."""
-    for module in pkgutil.iter_modules(report.__path__, "fairfl_core.report."):
-        importlib.import_module(module.name)
-    return tuple(sorted(PAPERS))
-
-
-NAMES = _bundles()
+NAMES = tuple(sorted(PAPERS))  # every folder of fairfl_core/papers/ registers its bundles on import
 BUILDERS = [(name, key) for name in NAMES for key in PAPERS[name].claim_builders]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_registered_paper_keeps_the_bundle_contract(name, monkeypatch, tmp_path):
+    monkeypatch.setenv("FAIRFL_DATA", str(tmp_path))  # no optional data set here
+    check_bundle(get_paper(name))
+
+
+def test_the_bundle_contract_names_what_to_fix(tmp_path):
+    def untyped(experiment, runs):
+        return []
+
+    paper = Paper("sixth", ("quickstart",), claim_builders={"quick": untyped, "nothing_": untyped})
+    with pytest.raises(ValueError, match="not annotated `-> list\\[Claim\\]`") as e:
+        check_bundle(paper)
+    assert "'nothing_' names no registered experiment" in str(e.value)
+    assert "sixth/readings.md" in str(e.value)
+    with pytest.raises(ValueError, match="'missing' is not registered"):
+        check_bundle(Paper("sixth", ("missing",)))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -94,10 +102,9 @@ def test_printed_values_and_readings_come_from_the_shipped_files():
     assert appendix.value("Table 9", "CIFAR-10", "FedAvg", "std") == get_paper("fedeba_plus").value(
         "Table 9", "CIFAR-10", "FedAvg", "std"
     )
-    assert afga.readings().startswith("## AFGA and CAFGA")
-    assert "## SubTrunc" not in afga.readings()
-    for name in NAMES:  # every bundle names its section of docs/readings.md
-        assert get_paper(name).readings().startswith(f"## {get_paper(name).readings_heading}")
+    assert afga.readings().startswith("# Readings: AFGA and CAFGA")
+    assert "SubTrunc and UnionFL" not in afga.readings()
+    assert appendix.readings() == get_paper("fedeba_plus").readings()  # the paper's folder
 
 
 def test_an_unknown_paper_is_named_with_the_registered_ones():
@@ -116,7 +123,7 @@ def test_an_experiment_built_on_another_columns_config_names_its_own_paper_colum
 
 def test_a_table_built_on_another_config_and_claims_not_run_carry_the_papers_column_and_effect():
     from fairfl_core.experiments.profiles import get_experiment
-    from fairfl_core.report.afga import BUNDLE as AFGA
+    from fairfl_core.papers.afga.claims import BUNDLE as AFGA
     from fairfl_core.report.bundle import paper_dataset
 
     assert paper_dataset(get_experiment("afga_table2_s1")) == "CIFAR-100"
@@ -131,7 +138,7 @@ def test_a_table_built_on_another_config_and_claims_not_run_carry_the_papers_col
 
 
 def test_an_experiment_without_claims_checks_to_an_empty_table(monkeypatch):
-    from fairfl_core.report.equitable_fl import BUNDLE as EQUITABLE
+    from fairfl_core.papers.equitable_fl.claims import BUNDLE as EQUITABLE
 
     name = next(iter(EQUITABLE.experiments))
     for key in [k for k in EQUITABLE.claim_builders if name.startswith(k)]:

@@ -154,7 +154,7 @@ def _group_tables(methods, labels):
 
 
 def test_group_accuracies_put_each_bar_at_its_method_and_group():
-    from fairfl_core.report.gifair_fl import plot_group_accuracies
+    from fairfl_core.papers.gifair_fl.claims import plot_group_accuracies
 
     methods = ["FedAvg", "q-FFL (q=0.01)", "GIFAIR-FL-Global (λ = 0.5 λ_max)"]
     labels = ("male", "female")  # not alphabetical: bars follow the labels' order
@@ -179,7 +179,7 @@ def test_group_accuracies_put_each_bar_at_its_method_and_group():
 
 
 def test_group_accuracies_title_names_the_variant_within_the_figure():
-    from fairfl_core.report.gifair_fl import plot_group_accuracies
+    from fairfl_core.papers.gifair_fl.claims import plot_group_accuracies
 
     labels = ("male", "female")
     agg, paper = _group_tables(["FedAvg"], labels)
@@ -197,7 +197,7 @@ def fig_title(fig) -> str:
 
 
 def test_lambda_sweep_legend_clear_of_the_data():
-    from fairfl_core.report.gifair_fl import LAM, plot_lambda_sweep
+    from fairfl_core.papers.gifair_fl.claims import LAM, plot_lambda_sweep
 
     runs = pd.DataFrame(
         {

@@ -5,7 +5,7 @@ from fairfl_core.experiments.profiles import Experiment, Method, PaperTable, Pro
 from fairfl_core.report.paper import (
     LEFT_OUT,
     PAPER_COLUMNS,
-    PAPER_RESULTS_DIR,
+    PAPERS_DIR,
     experiment_paper_values,
     load_paper_results,
     missing_reasons,
@@ -25,8 +25,9 @@ ROWS = [
 ]
 
 
-def _write(directory, rows=ROWS, name="toy"):
-    pd.DataFrame(rows, columns=PAPER_COLUMNS).to_csv(directory / f"{name}.csv", index=False)
+def _write(directory, rows=ROWS, name="toy", columns=PAPER_COLUMNS):
+    (directory / name).mkdir(exist_ok=True)
+    pd.DataFrame(rows, columns=columns).to_csv(directory / name / "results.csv", index=False)
 
 
 def _experiment():
@@ -42,10 +43,10 @@ def _experiment():
 
 
 def test_shipped_paper_files_pass_validation():
-    files = sorted(PAPER_RESULTS_DIR.glob("*.csv"))
-    assert files, "fairfl_core/paper_results/ holds no paper file"
+    files = sorted(PAPERS_DIR.glob("*/results.csv"))
+    assert files, "no fairfl_core/papers/<paper>/results.csv"
     for f in files:
-        df = load_paper_results(f.stem)
+        df = load_paper_results(f.parent.name)
         assert df["value"].notna().all() and df["source"].str.contains("Table|Figure").all()
 
 
@@ -72,7 +73,7 @@ def test_load_paper_results_parses_numbers_and_empty_std(tmp_path):
 def test_load_paper_results_rejects_malformed_files(tmp_path, mutate, message):
     rows = mutate(ROWS)
     columns = PAPER_COLUMNS if len(rows[0]) == len(PAPER_COLUMNS) else PAPER_COLUMNS[: len(rows[0])]
-    pd.DataFrame(rows, columns=columns).to_csv(tmp_path / "toy.csv", index=False)
+    _write(tmp_path, rows, columns=columns)
     with pytest.raises(ValueError, match=message):
         load_paper_results("toy", tmp_path)
 

@@ -194,7 +194,7 @@ def test_a_caption_says_what_ran():
 
 
 def test_a_caption_of_several_experiments_names_what_each_ran():
-    from fairfl_core.experiments.papers.fedeba_plus import QUICK_BUDGETS
+    from fairfl_core.papers.fedeba_plus.experiments import QUICK_BUDGETS
     from fairfl_core.report.tables import caption
 
     one = caption("T", ["fedeba_table1_fmnist", "fedeba_table1_fmnist"], "quick")

@@ -1,0 +1,6 @@
+"""SubTrunc and UnionFL (Castillo J., Kaya, Ye, Hashemi, "Submodular Maximization Approaches for Equitable
+Client Selection in Federated Learning", arXiv 2408.13683): Tables I–IV and the §V claims."""
+
+METHODS = ("subtrunc", "unionfl")
+
+__all__ = ["METHODS"]
