@@ -1,7 +1,8 @@
 """Packages by concern: the layers below ``report`` (experiments, the engine, algorithms, data, models,
 selection, metrics) never import it, and no layer below ``papers`` (``report`` and ``flower`` included)
 imports ``papers``, at module level or inside a function: the papers' folders import the generic layers,
-and the catalogue they fill is loaded by whoever imports ``fairfl_core.papers`` (the CLI, notebooks, tests)."""
+and the catalogue they fill is loaded by whoever imports ``fairfl_core.papers``
+(the CLI, notebooks, tests)."""
 
 import ast
 from pathlib import Path
