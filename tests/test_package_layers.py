@@ -31,25 +31,26 @@ def _files(part: str) -> list[Path]:
     return [root] if root.suffix == ".py" else sorted(root.rglob("*.py"))
 
 
-@pytest.mark.parametrize("part", BELOW_REPORT)
-def test_no_layer_below_report_imports_it(part):
-    offending = [
+def importers(part: str, layer: str) -> list[str]:
+    """Every import of ``fairfl_core.<layer>`` or a module of it in ``part``: ``file:line imports name``."""
+    package = f"fairfl_core.{layer}"
+    return [
         f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
         for path in _files(part)
         for line, name in imported_modules(path)
-        if name == "fairfl_core.report" or name.startswith("fairfl_core.report.")
+        if name == package or name.startswith(f"{package}.")
     ]
+
+
+@pytest.mark.parametrize("part", BELOW_REPORT)
+def test_no_layer_below_report_imports_it(part):
+    offending = importers(part, "report")
     assert not offending, "\n".join(offending)
 
 
 @pytest.mark.parametrize("part", BELOW_PAPERS)
 def test_no_layer_below_papers_imports_them(part):
-    offending = [
-        f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
-        for path in _files(part)
-        for line, name in imported_modules(path)
-        if name == "fairfl_core.papers" or name.startswith("fairfl_core.papers.")
-    ]
+    offending = importers(part, "papers")
     assert not offending, "\n".join(offending)
 
 
