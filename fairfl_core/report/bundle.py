@@ -46,13 +46,21 @@ from fairfl_core.report.claims import (
     paper_verdict,
     save_claims,
 )
-from fairfl_core.report.paper import PAPERS_DIR, load_paper_results, paper_table, printed
+from fairfl_core.report.paper import (
+    LEFT_OUT,
+    PAPERS_DIR,
+    experiment_paper_values,
+    load_paper_results,
+    paper_table,
+    printed,
+)
 from fairfl_core.report.results import load_runs, model_spec
 from fairfl_core.report.tables import aggregate, caption, save_table
 
 __all__ = [
     "NOT_RUN",
     "PAPERS",
+    "PageTable",
     "PaperRun",
     "ClaimBuilder",
     "check_bundle",
@@ -125,19 +133,43 @@ def paper_rows(experiment: Experiment) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
+class PageTable:
+    """A table of a paper's page as :meth:`Paper.run` saves it: the ``table``, the ``title`` of its caption
+    and the ``experiments`` whose runs it shows (the caption says what ran for them)."""
+
+    table: pd.DataFrame
+    title: str
+    experiments: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class PaperRun:
-    """What :meth:`Paper.run` computed at ``profile``: each run experiment's ``configs``, the sweep's
-    ``outcomes``, its ``runs`` and reproduced ``tables`` (with the ``paper`` values beside them), why the
-    others were ``skipped``, and the page's ``claims`` as saved (with their verdicts)."""
+    """What :meth:`Paper.run` computed at ``profile`` (with ``seeds`` where given): each run experiment's
+    ``configs``, the sweep's ``outcomes``, its ``runs`` (with the paper's derived metrics) and the paper's
+    numbers they reproduce (``paper``), the page's ``tables`` as saved, why the other experiments were
+    ``skipped``, the page's ``claims`` as saved (with their verdicts), and the method rows the run was
+    restricted to (``methods``; None: all)."""
 
     profile: str
+    seeds: list[int] | None
     configs: dict[str, list[ExperimentConfig]]
     outcomes: list[SweepOutcome]
     runs: dict[str, pd.DataFrame]
-    tables: dict[str, pd.DataFrame]
     paper: dict[str, pd.DataFrame]
     skipped: dict[str, str]
-    claims: pd.DataFrame
+    methods: list[str] | None = None
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    claims: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    def left_out_reason(self) -> str:
+        """Why a method row of a run experiment has no runs: the profile leaves it out, or ``methods`` did."""
+        if self.methods is None:
+            return LEFT_OUT
+        return f"not run: left out of this notebook run (methods={self.methods})"
+
+
+def _derived(name: str, runs: pd.DataFrame, profile: str) -> pd.DataFrame:
+    return runs
 
 
 @dataclass(frozen=True)
@@ -145,10 +177,17 @@ class Paper:
     """One paper. ``name``: its folder ``papers/<name>/``; ``experiments``: the catalogue names its main
     notebook runs, in order; ``left_out``: profile → {experiment: why the notebook does not run it there};
     ``unavailable``: experiment → why it cannot run on this machine (e.g. data without a stand-in), or None;
-    ``claim_builders``: experiment name (or its prefix) → ``claims(experiment, runs)``; ``printed_in``: the
-    folder of its printed numbers and readings when it is not ``papers/<name>/`` (an appendix bundle reads
-    its paper's); ``metrics``: the columns of the tables :meth:`run` saves; ``claims_title``: the title of
-    its claims table (default ``"<name>: claims"``)."""
+    ``claim_builders``: experiment name (or its prefix) → ``claims(experiment, runs) -> list[Claim]``;
+    ``printed_in``: the folder of its printed numbers and readings when it is not ``papers/<name>/`` (an
+    appendix bundle reads its paper's).
+
+    What :meth:`run` makes of the runs: ``derive(experiment, runs, profile)`` adds the paper's own metrics to
+    an experiment's runs (default: none); ``paper_numbers(experiment, runs)`` the paper's numbers they
+    reproduce (default: those of the experiment's table,
+    :func:`~fairfl_core.report.paper.experiment_paper_values`); ``tables(page)`` the page's tables by file
+    name (default: one per experiment, its ``metrics`` beside the paper's numbers); ``claims_title``,
+    ``claims_name`` and ``claims_decimals`` its claims table's title (default ``"<name>: claims"``), file
+    name and rounding."""
 
     name: str
     experiments: tuple[str, ...]
@@ -157,7 +196,12 @@ class Paper:
     claim_builders: Mapping[str, ClaimBuilder] = field(default_factory=dict)
     printed_in: str = ""
     metrics: tuple[str, ...] = ("global_acc", "var")
+    derive: Callable[[str, pd.DataFrame, str], pd.DataFrame] = _derived
+    paper_numbers: Callable[[Experiment, pd.DataFrame], pd.DataFrame] = experiment_paper_values
+    tables: Callable[[PaperRun], dict[str, PageTable]] | None = None
     claims_title: str = ""
+    claims_name: str = "claims"
+    claims_decimals: int = 2
 
     def __post_init__(self) -> None:
         unknown = set(self.left_out) - set(PROFILES)
@@ -185,14 +229,31 @@ class Paper:
         device: str = "auto",
         executor: str = "inline",
         workers: int | None = None,
+        left_out: Mapping[str, str] | None = None,
+        methods: list[str] | None = None,
+        overrides: Mapping[str, list[str]] | None = None,
     ) -> PaperRun:
         """Run the experiments planned at ``profile`` as one sweep (finished runs under ``results_dir`` are
-        reused, interrupted ones resume), save to ``output_dir`` each one's table of :attr:`metrics` beside
-        the paper's numbers, with its caption, and the page's claims (``claims.csv``: each experiment's claims
-        aggregated over exactly the metrics they name, and those of the experiments left out, read in the
-        printed numbers)."""
+        reused, interrupted ones resume) and save to ``output_dir`` the page's tables with their captions and
+        its claims (``claims.csv``: each experiment's claims aggregated over exactly the metrics they name,
+        and those of the experiments not run, read in the printed numbers).
+
+        ``left_out``: experiment → why this notebook run leaves it out too (a notebook parameter): neither
+        run nor checked (its claims stay on the pages that run it);
+        ``methods``: run only these method rows; ``overrides``: experiment → config overrides of its runs
+        (e.g. a calibrated step size)."""
         names, skipped = self.planned(profile)
-        configs = {name: experiment_configs(name, profile, seeds=seeds) for name in names}
+        dropped = {n: why for n, why in (left_out or {}).items() if n in self.experiments}
+        names = [n for n in names if n not in dropped]
+        configs = {
+            name: experiment_configs(name, profile, seeds=seeds, overrides=(overrides or {}).get(name, ()))
+            for name in names
+        }
+        if methods is not None:
+            labels = {c.name for cs in configs.values() for c in cs}
+            if not set(methods) <= labels:
+                raise ValueError(f"methods: no row {sorted(set(methods) - labels)}; rows: {sorted(labels)}")
+            configs = {name: [c for c in cs if c.name in methods] for name, cs in configs.items()}
         outcomes = run_sweep(
             distinct_configs(configs),
             results_dir,
@@ -201,25 +262,45 @@ class Paper:
             executor=executor,
             workers=workers,
         )
-        done = PaperRun(profile, configs, outcomes, {}, {}, {}, skipped, pd.DataFrame())
-        checks = []
-        for name in names:
-            experiment = get_experiment(name)
-            runs = done.runs[name] = load_runs(results_dir, configs[name])
-            table, done.paper[name] = paper_table(experiment, runs, self.metrics)
-            done.tables[name] = table
-            title = f"{experiment.description}; mean ± std over seeds"
-            save_table(table, output_dir, name, caption=caption(title, name, profile, seeds))
-            named = tuple(dict.fromkeys(c.metric for c in self.claims(experiment, runs)))
-            agg = aggregate(runs, metrics=named) if named else None
-            checks.append(self.check(name, runs, agg, done.paper[name]))
-        checks += [self.check(name, None) for name in skipped]
+        runs = {n: self.derive(n, load_runs(results_dir, configs[n]), profile) for n in names}
+        paper = {n: self.paper_numbers(get_experiment(n), runs[n]) for n in names}
+        page = PaperRun(profile, seeds, configs, outcomes, runs, paper, skipped | dropped, methods)
+        tables = (self.tables or self.experiment_tables)(page)
+        for name, shown in tables.items():
+            title = caption(shown.title, list(shown.experiments), profile, seeds)
+            save_table(shown.table, output_dir, name, caption=title)
+        page = dataclasses.replace(page, tables={k: v.table for k, v in tables.items()})
+        checked = [n for n in self.experiments if n not in dropped]
+        checks = [self.check_run(page, name) for name in self.claimed(checked)]
         found = [c for c in checks if not c.empty]
-        if found:
-            title = claims_caption(self.claims_title or f"{self.name}: claims", profile)
-            claims = save_claims(pd.concat(found, ignore_index=True), output_dir, "claims", caption=title)
-            done = dataclasses.replace(done, claims=claims)
-        return done
+        if not found:
+            return page
+        title = claims_caption(self.claims_title or f"{self.name}: claims", profile)
+        claims = pd.concat(found, ignore_index=True)
+        claims = save_claims(
+            claims, output_dir, self.claims_name, caption=title, decimals=self.claims_decimals
+        )
+        return dataclasses.replace(page, claims=claims)
+
+    def experiment_tables(self, page: PaperRun) -> dict[str, PageTable]:
+        """One table per run experiment: its :attr:`metrics` beside the paper's numbers, with a row for each
+        printed method it did not run (:func:`~fairfl_core.report.paper.paper_table`)."""
+        tables = {}
+        for name, runs in page.runs.items():
+            experiment = get_experiment(name)
+            table, _ = paper_table(experiment, runs, self.metrics, left_out=page.left_out_reason())
+            tables[name] = PageTable(table, f"{experiment.description}; mean ± std over seeds", (name,))
+        return tables
+
+    def check_run(self, page: PaperRun, name: str) -> pd.DataFrame:
+        """:meth:`check` of experiment ``name`` on ``page``: on the aggregate of exactly the metrics its
+        claims name, or, where the page did not run it, on the printed numbers alone."""
+        runs = page.runs.get(name)
+        if runs is None:
+            return self.check(name, None)
+        named = tuple(dict.fromkeys(c.metric for c in self.claims(get_experiment(name), runs)))
+        agg = aggregate(runs, metrics=named) if named else None
+        return self.check(name, runs, agg, page.paper[name])
 
     def claims(self, experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
         """The paper's claims checked on ``experiment``'s ``runs`` (the builder of the longest matching

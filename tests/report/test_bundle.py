@@ -14,6 +14,7 @@ from fairfl_core.papers import PAPERS, check_bundle
 from fairfl_core.papers.afga import experiments as A
 from fairfl_core.papers.submodular_selection import experiments as S
 from fairfl_core.report import PAPER, Claim, Paper, get_paper
+from fairfl_core.report.bundle import NOT_RUN, PageTable
 
 NAMES = tuple(sorted(PAPERS))  # every folder of fairfl_core/papers/ registers its bundles on import
 BUILDERS = [(name, key) for name in NAMES for key in PAPERS[name].claim_builders]
@@ -144,3 +145,54 @@ def test_an_experiment_without_claims_checks_to_an_empty_table(monkeypatch):
     for key in [k for k in EQUITABLE.claim_builders if name.startswith(k)]:
         monkeypatch.setitem(EQUITABLE.claim_builders, key, lambda experiment, runs: [])
     assert EQUITABLE.check(name, None).empty  # not run and nothing to claim: no rows, no error
+
+
+def _derived(name, runs, profile):
+    return runs.assign(doubled=2 * runs["global_acc"])
+
+
+def _one_table(page):
+    table = page.runs["quickstart"][["method", "seed", "doubled"]]
+    return {"doubled": PageTable(table, "Twice the accuracy", ("quickstart",))}
+
+
+def test_paper_run_derives_saves_its_tables_and_decides_its_claims(tmp_path):
+    """``Paper.run`` at smoke, one seed: the bundle's ``derive`` feeds its ``tables`` (saved with their
+    captions) and its claims (saved under ``claims_name``, one row per claim, aggregated over the runs)."""
+    quickstart = get_paper("quickstart")
+    paper = Paper(
+        "sixth",
+        ("quickstart",),
+        claim_builders=quickstart.claim_builders,
+        printed_in="fedeba_plus",
+        derive=_derived,
+        tables=_one_table,
+        claims_name="sixth_claims",
+    )
+    page = paper.run("smoke", tmp_path / "results", tmp_path / "out", seeds=[0], methods=["FedAvg"])
+    runs = page.runs["quickstart"]
+    assert runs["method"].tolist() == ["FedAvg"]  # methods: only that row ran
+    assert runs["doubled"].tolist() == (2 * runs["global_acc"]).tolist()
+    saved = pd.read_csv(tmp_path / "out" / "doubled.csv")
+    assert saved["doubled"].tolist() == pytest.approx(runs["doubled"].tolist(), abs=1e-9)
+    assert (tmp_path / "out" / "doubled.md").read_text().startswith("Twice the accuracy")
+    claims = pd.read_csv(tmp_path / "out" / "sixth_claims.csv")
+    named = quickstart.claims(get_experiment("quickstart"), runs)
+    assert sorted(claims["claim"]) == sorted(c.text for c in named)
+    fedprox = claims["claim"].str.contains("FedProx")  # a claim naming a row that did not run says so
+    assert fedprox.any() and (claims.loc[fedprox, "result"] == NOT_RUN).all()
+    assert claims["value"].iloc[0] == pytest.approx(runs["global_acc"].iloc[0], abs=0.005)  # 2 decimals
+    assert "left out of this notebook run (methods=['FedAvg'])" in page.left_out_reason()
+    with pytest.raises(ValueError, match=r"methods: no row \['FedSGD'\]"):
+        paper.run("smoke", tmp_path / "results", tmp_path / "out", seeds=[0], methods=["FedSGD"])
+
+
+def test_paper_run_leaves_out_what_the_notebook_run_does_not_run(tmp_path):
+    """An experiment in ``left_out`` is neither run nor checked (its claims belong to the pages that run
+    it); the profile's own skips keep their not-run rows."""
+    page = get_paper("quickstart").run(
+        "smoke", tmp_path / "results", tmp_path / "out", left_out={"quickstart": "not run (a parameter)"}
+    )
+    assert page.runs == {} and page.outcomes == [] and page.claims.empty
+    assert page.skipped == {"quickstart": "not run (a parameter)"}
+    assert not (tmp_path / "out" / "claims.csv").exists()

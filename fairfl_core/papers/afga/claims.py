@@ -35,9 +35,9 @@ from fairfl_core.experiments.profiles import Experiment, get_experiment
 from fairfl_core.experiments.store import RunStore
 from fairfl_core.gossip import CommCostModel
 from fairfl_core.papers.afga import experiments as experiments
-from fairfl_core.report.bundle import Paper, paper_scale, register_paper
+from fairfl_core.report.bundle import PageTable, Paper, PaperRun, paper_scale, register_paper
 from fairfl_core.report.claims import OBSERVATION, Claim, check_claims
-from fairfl_core.report.paper import load_paper_results, paper_values
+from fairfl_core.report.paper import load_paper_results, paper_table, paper_values
 from fairfl_core.report.tables import METRIC_LABELS, aggregate
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "heterogeneity_claims",
     "local_rate_column",
     "local_steps_claims",
+    "page_tables",
     "r_target",
     "resnet_claims",
     "rounds_to_target_of_mean",
@@ -769,6 +770,24 @@ def local_rate_column(runs: pd.DataFrame) -> dict[str, dict[str, str]]:
     return {"η_l": {m: f"{r:g}" for m, r in rates.items()}}
 
 
+def page_tables(page: PaperRun) -> dict[str, PageTable]:
+    """Every table experiment that ran beside the paper's numbers, with each method's η_l and the R# of its
+    seed-mean curve; and Table 7's hours from the Table 1 runs (:func:`table7_source`). The figure
+    experiments (``afga_fig*``) are drawn, not tabled."""
+    tables = {}
+    for name, runs in page.runs.items():
+        if name.startswith("afga_fig"):
+            continue
+        experiment = get_experiment(name)
+        columns = {**local_rate_column(runs), **seed_mean_rounds_column(runs)}
+        table, _ = paper_table(experiment, runs, METRICS, columns=columns, left_out=page.left_out_reason())
+        tables[name] = PageTable(table, experiment.description, (name,))
+    source = table7_source(page.runs)
+    table7, title = table7_table(page.runs[source], source, model=CommCostModel())
+    tables["table7_hours"] = PageTable(table7.round(2), title, (source,))
+    return tables
+
+
 BUNDLE = register_paper(
     Paper(
         "afga",
@@ -802,5 +821,8 @@ BUNDLE = register_paper(
             "afga_fig2_heterogeneity": heterogeneity_claims,
             "afga_fig6_local_steps": local_steps_claims,
         },
+        derive=lambda name, runs, profile: with_afga_metrics(runs, name),
+        tables=page_tables,
+        claims_title="AFGA claims",
     )
 )

@@ -33,17 +33,19 @@ from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
 from fairfl_core import metrics
-from fairfl_core.experiments.profiles import Experiment
+from fairfl_core.experiments.profiles import Experiment, get_experiment
 from fairfl_core.experiments.store import RunStore, client_accuracy_key
 from fairfl_core.papers.equitable_fl import experiments as experiments
-from fairfl_core.report.bundle import Paper, paper_dataset, register_paper
+from fairfl_core.report.bundle import PageTable, Paper, PaperRun, paper_dataset, register_paper
 from fairfl_core.report.claims import OBSERVATION, Claim, seed_outcome
 from fairfl_core.report.results import load_diagnostics
 from fairfl_core.report.stats import Sample
-from fairfl_core.report.tables import aggregate
+from fairfl_core.report.tables import aggregate, results_table
 
 __all__ = [
+    "ABLATIONS",
     "BUNDLE",
+    "METRICS",
     "COLUMNS",
     "CURVES",
     "OBSERVED",
@@ -51,8 +53,11 @@ __all__ = [
     "accuracy_claims",
     "best_of_grid",
     "fairness_claims",
+    "ablation_tables",
+    "derived",
     "headline",
     "observation",
+    "page_tables",
     "plot_curves",
     "round_curves",
     "stand_in_datasets",
@@ -592,16 +597,73 @@ _QUICK_LEFT_OUT = {
         for key in experiments.SETTINGS
     },
 }
+METRICS = ("global_acc", "sigma_acc", "cd_cma", "nmi_mean")
+"""The columns of the page's tables: accuracy, σ_Acc, CD (CMA at the last round) and Equitable-FL's NMI."""
+
+
+def derived(name: str, runs: pd.DataFrame, profile: str) -> pd.DataFrame:
+    """``runs`` with the paper's metrics (:func:`with_equitable_metrics`); at the paper profile, the best
+    (η, μ) of each row's grid first (§5.2's "best outcome", :func:`best_of_grid`)."""
+    return with_equitable_metrics(best_of_grid(runs) if profile == "paper" else runs)
+
+
+def _stacked(page: PaperRun, names: list[str], paper: bool = True) -> pd.DataFrame:
+    return pd.concat(
+        [results_table(page.runs[n], metrics=METRICS, paper=page.paper[n] if paper else None) for n in names],
+        ignore_index=True,
+    )
+
+
+def page_tables(page: PaperRun) -> dict[str, PageTable]:
+    """Table 2 (every column run, beside the printed numbers), the headline comparison with FedProx, and
+    Table 3 (ResNet-18) where it ran."""
+    table2 = [n for n in page.runs if n.startswith("equitable_table2")]
+    table3 = [n for n in page.runs if n.startswith("equitable_table3")]
+    tables = {}
+    if table2:
+        runs = pd.concat([page.runs[n] for n in table2], ignore_index=True)
+        printed = pd.concat([page.paper[n] for n in table2], ignore_index=True)
+        tables["table2"] = PageTable(_stacked(page, table2), "Equitable-FL Table 2", tuple(table2))
+        tables["headline"] = PageTable(headline(runs, printed), "Equitable-FL vs FedProx", tuple(table2))
+    if table3:
+        title = "Equitable-FL Table 3, ResNet-18"
+        tables["table3"] = PageTable(_stacked(page, table3, paper=False), title, tuple(table3))
+    return tables
+
+
+def ablation_tables(page: PaperRun) -> dict[str, PageTable]:
+    """One table per ablation of Tables 4–5 (no printed numbers beside them: the paper plots them)."""
+    return {
+        n: PageTable(_stacked(page, [n], paper=False), get_experiment(n).description, (n,)) for n in page.runs
+    }
+
+
+_BUILDERS = {
+    "equitable_table2_": table2_claims,
+    "equitable_table3_": table2_claims,
+    "equitable_table4_": ablation_claims,
+    "equitable_table5_": ablation_claims,
+}
 BUNDLE = register_paper(
     Paper(
         "equitable_fl",
         _TABLES,
         left_out={"quick": {n: _QUICK_LEFT_OUT[n] for n in _TABLES if n not in experiments.QUICK_TABLES}},
-        claim_builders={
-            "equitable_table2_": table2_claims,
-            "equitable_table3_": table2_claims,
-            "equitable_table4_": ablation_claims,
-            "equitable_table5_": ablation_claims,
-        },
+        claim_builders=_BUILDERS,
+        derive=derived,
+        tables=page_tables,
+        claims_title="Equitable-FL claims",
+    )
+)
+ABLATIONS = register_paper(
+    Paper(
+        "equitable_fl_ablations",
+        tuple(experiments.ABLATIONS),
+        claim_builders=_BUILDERS,
+        printed_in="equitable_fl",
+        derive=lambda name, runs, profile: with_equitable_metrics(runs),
+        tables=ablation_tables,
+        claims_title="Equitable-FL ablation claims",
+        claims_name="ablation_claims",
     )
 )

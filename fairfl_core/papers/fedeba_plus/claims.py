@@ -39,14 +39,16 @@ from fairfl_core import metrics
 from fairfl_core.algorithms.fedeba_plus import FedEBAPlusHyper
 from fairfl_core.experiments.profiles import Experiment, get_experiment
 from fairfl_core.experiments.store import RunStore
-from fairfl_core.papers.fedeba_plus.experiments import FEDAVG_MATCHED, FEDEBA_MATCHED
+from fairfl_core.papers.fedeba_plus.experiments import FEDAVG_MATCHED, FEDEBA_MATCHED, NOT_IMPLEMENTED
 from fairfl_core.papers.fedeba_plus.figure1 import figure1_toy, toy_losses
-from fairfl_core.report.bundle import Paper, paper_dataset, paper_rows, register_paper
+from fairfl_core.report.bundle import PageTable, Paper, PaperRun, paper_dataset, paper_rows, register_paper
 from fairfl_core.report.claims import OBSERVATION, PAPER, Claim, exact_results
-from fairfl_core.report.paper import load_paper_results
+from fairfl_core.report.paper import load_paper_results, paper_table
 
 __all__ = [
     "BUNDLE",
+    "TABLE1",
+    "TABLE1_METRICS",
     "ablation_claims",
     "annealing_claims",
     "as_variant",
@@ -62,6 +64,7 @@ __all__ = [
     "sensitivity_claims",
     "step_note",
     "table1_claims",
+    "table1_tables",
     "theta_claims",
     "with_acc_area",
     "with_reading",
@@ -683,10 +686,31 @@ def figure1_claims() -> list[Claim]:
     ]
 
 
+TABLE1_METRICS = ("global_acc", "var", "worst5", "best5")
+TABLE1 = {"fedeba_table1_fmnist": "FashionMNIST", "fedeba_table1_cifar10": "CIFAR-10"}
+"""Table 1's experiments and the paper's column each reproduces."""
+
+
+def table1_tables(page: PaperRun) -> dict[str, PageTable]:
+    """Table 1, one table per column run: mean ± std over seeds beside the paper's numbers, a row for each
+    printed method not run (why), and the units of g̃ each FedEBA+ row ran with (:func:`with_reading`)."""
+    tables = {}
+    for name, runs in page.runs.items():
+        experiment = get_experiment(name)
+        table, _ = paper_table(
+            experiment, runs, TABLE1_METRICS, extra=NOT_IMPLEMENTED, left_out=page.left_out_reason()
+        )
+        title = f"FedEBA+ Table 1, {TABLE1[name]}: mean ± std over seeds; paper beside"
+        tables[f"table1_{name.rsplit('_', 1)[-1]}"] = PageTable(
+            with_reading(table, experiment), title, (name,)
+        )
+    return tables
+
+
 BUNDLE = register_paper(
     Paper(
         "fedeba_plus",
-        ("fedeba_table1_fmnist", "fedeba_table1_cifar10"),
+        tuple(TABLE1),
         claim_builders={
             "fedeba_table1_": table1_claims,
             "fedeba_table3_theta": theta_claims,
@@ -695,5 +719,8 @@ BUNDLE = register_paper(
             "fedeba_fig9_annealing": annealing_claims,
             "fedeba_fig14_dirichlet": dirichlet_claims,
         },
+        derive=lambda name, runs, profile: with_acc_area(runs),  # Fig. 3(b)'s "converges faster"
+        tables=table1_tables,
+        claims_title="FedEBA+ Table 1 claims",
     )
 )

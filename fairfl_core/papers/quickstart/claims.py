@@ -7,12 +7,14 @@ from __future__ import annotations
 import pandas as pd
 
 from fairfl_core.experiments.profiles import Experiment
-from fairfl_core.report.bundle import Paper, register_paper
+from fairfl_core.report.bundle import PageTable, Paper, PaperRun, register_paper
 from fairfl_core.report.claims import OBSERVATION, PAPER, Claim
 from fairfl_core.report.paper import printed
-from fairfl_core.report.tables import format_mean_std
+from fairfl_core.report.tables import format_mean_std, results_table
 
-__all__ = ["BUNDLE", "quickstart_claims"]
+__all__ = ["BUNDLE", "METRICS", "fairness_summary", "quickstart_claims"]
+
+METRICS = ("global_acc", "var", "worst5", "best5")
 
 
 def _printed(metric: str) -> str:
@@ -70,11 +72,23 @@ def quickstart_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]
     ]
 
 
+def fairness_summary(page: PaperRun) -> dict[str, PageTable]:
+    """The page's one table: mean ± std over seeds of :data:`METRICS` at the last round, beside FedEBA+
+    Table 1's printed numbers."""
+    if "quickstart" not in page.runs:
+        return {}
+    table = results_table(page.runs["quickstart"], metrics=METRICS, paper=page.paper["quickstart"])
+    title = "quickstart: mean ± std over seeds; paper = FedEBA+ Table 1"
+    return {"fairness_summary": PageTable(table, title, ("quickstart",))}
+
+
 BUNDLE = register_paper(
     Paper(
         "quickstart",
         ("quickstart",),
         claim_builders={"quickstart": quickstart_claims},
         printed_in="fedeba_plus",
+        tables=fairness_summary,
+        claims_title="quickstart: claims",
     )
 )
