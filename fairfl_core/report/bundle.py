@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fairfl_core.experiments.config import ExperimentConfig, apply_overrides
+from fairfl_core.experiments.config import ExperimentConfig, apply_overrides, config_hash
 from fairfl_core.experiments.profiles import (
     EXPERIMENTS,
     PROFILES,
@@ -145,19 +145,23 @@ class PageTable:
 @dataclass(frozen=True)
 class PaperRun:
     """What :meth:`Paper.run` computed at ``profile`` (with ``seeds`` where given): each run experiment's
-    ``configs``, the sweep's ``outcomes``, its ``runs`` (with the paper's derived metrics) and the paper's
+    ``configs``, the sweep's ``outcomes``, its runs as ``loaded`` and as the paper reads them (``runs``: with
+    its derived metrics, e.g. one tuned value per method) and the paper's
     numbers they reproduce (``paper``), the page's ``tables`` as saved, why the other experiments were
-    ``skipped``, the page's ``claims`` as saved (with their verdicts), and the method rows the run was
-    restricted to (``methods``; None: all)."""
+    ``skipped``, the page's ``claims`` as saved (with their verdicts), the method rows the run was
+    restricted to (``methods``; None: all) and, on a page that shows failed runs, each experiment's failed
+    methods with their errors (``failed``)."""
 
     profile: str
     seeds: list[int] | None
     configs: dict[str, list[ExperimentConfig]]
     outcomes: list[SweepOutcome]
+    loaded: dict[str, pd.DataFrame]
     runs: dict[str, pd.DataFrame]
     paper: dict[str, pd.DataFrame]
     skipped: dict[str, str]
     methods: list[str] | None = None
+    failed: dict[str, dict[str, str]] = field(default_factory=dict)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     claims: pd.DataFrame = field(default_factory=pd.DataFrame)
 
@@ -170,6 +174,10 @@ class PaperRun:
 
 def _derived(name: str, runs: pd.DataFrame, profile: str) -> pd.DataFrame:
     return runs
+
+
+def _as_checked(page: PaperRun, claims: pd.DataFrame) -> pd.DataFrame:
+    return claims
 
 
 @dataclass(frozen=True)
@@ -185,7 +193,10 @@ class Paper:
     an experiment's runs (default: none); ``paper_numbers(experiment, runs)`` the paper's numbers they
     reproduce (default: those of the experiment's table,
     :func:`~fairfl_core.report.paper.experiment_paper_values`); ``tables(page)`` the page's tables by file
-    name (default: one per experiment, its ``metrics`` beside the paper's numbers); ``claims_title``,
+    name (default: one per experiment, its ``metrics`` beside the paper's numbers); ``annotate_claims(page,
+    claims)`` adds the page's own columns to the checked claims or orders them (default: as checked);
+    ``shows_failed_runs``: a failed run becomes its row's reason (``page.failed``) instead of stopping the
+    page; ``claims_title``,
     ``claims_name`` and ``claims_decimals`` its claims table's title (default ``"<name>: claims"``), file
     name and rounding."""
 
@@ -199,6 +210,8 @@ class Paper:
     derive: Callable[[str, pd.DataFrame, str], pd.DataFrame] = _derived
     paper_numbers: Callable[[Experiment, pd.DataFrame], pd.DataFrame] = experiment_paper_values
     tables: Callable[[PaperRun], dict[str, PageTable]] | None = None
+    annotate_claims: Callable[[PaperRun, pd.DataFrame], pd.DataFrame] = _as_checked
+    shows_failed_runs: bool = False
     claims_title: str = ""
     claims_name: str = "claims"
     claims_decimals: int = 2
@@ -262,9 +275,19 @@ class Paper:
             executor=executor,
             workers=workers,
         )
-        runs = {n: self.derive(n, load_runs(results_dir, configs[n]), profile) for n in names}
+        errors = {o.hash: (o.error or "failed").splitlines()[0] for o in outcomes if o.status == "failed"}
+        tolerated = errors if self.shows_failed_runs else {}  # else load_runs raises, naming them
+        failed = {
+            n: {c.name: tolerated[config_hash(c)] for c in cs if config_hash(c) in tolerated}
+            for n, cs in configs.items()
+        }
+        ok = {n: [c for c in cs if config_hash(c) not in tolerated] for n, cs in configs.items()}
+        loaded = {n: load_runs(results_dir, ok[n]) for n in names}
+        runs = {n: self.derive(n, loaded[n], profile) for n in names}
         paper = {n: self.paper_numbers(get_experiment(n), runs[n]) for n in names}
-        page = PaperRun(profile, seeds, configs, outcomes, runs, paper, skipped | dropped, methods)
+        page = PaperRun(
+            profile, seeds, configs, outcomes, loaded, runs, paper, skipped | dropped, methods, failed
+        )
         tables = (self.tables or self.experiment_tables)(page)
         for name, shown in tables.items():
             title = caption(shown.title, list(shown.experiments), profile, seeds)
@@ -276,7 +299,7 @@ class Paper:
         if not found:
             return page
         title = claims_caption(self.claims_title or f"{self.name}: claims", profile)
-        claims = pd.concat(found, ignore_index=True)
+        claims = self.annotate_claims(page, pd.concat(found, ignore_index=True))
         claims = save_claims(
             claims, output_dir, self.claims_name, caption=title, decimals=self.claims_decimals
         )
@@ -288,7 +311,9 @@ class Paper:
         tables = {}
         for name, runs in page.runs.items():
             experiment = get_experiment(name)
-            table, _ = paper_table(experiment, runs, self.metrics, left_out=page.left_out_reason())
+            table, _ = paper_table(
+                experiment, runs, self.metrics, failed=page.failed.get(name), left_out=page.left_out_reason()
+            )
             tables[name] = PageTable(table, f"{experiment.description}; mean ± std over seeds", (name,))
         return tables
 

@@ -14,6 +14,8 @@ Table 1 runs' controls are compared on the Table 1 page)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,17 +23,31 @@ import pandas as pd
 
 from fairfl_core import metrics
 from fairfl_core.experiments.config import ExperimentConfig
-from fairfl_core.experiments.profiles import Experiment
+from fairfl_core.experiments.profiles import Experiment, get_experiment
 from fairfl_core.experiments.store import RunStore, client_accuracy_key
-from fairfl_core.papers.fedeba_plus.appendix_experiments import OURS, client_optimum_losses
-from fairfl_core.papers.fedeba_plus.claims import UPDATE, better, step_note
+from fairfl_core.papers.fedeba_plus.appendix_experiments import (
+    FAA_LOCAL_STEPS,
+    OURS,
+    TABLE13_NOT_IMPLEMENTED,
+    TABLES17_19_NOT_RUN,
+    client_optimum_losses,
+)
+from fairfl_core.papers.fedeba_plus.claims import TABLE1, UPDATE, better, step_note, with_reading
 from fairfl_core.papers.fedeba_plus.experiments import FEDAVG_MATCHED
-from fairfl_core.report.bundle import ClaimBuilder, Paper, paper_rows, register_paper
+from fairfl_core.report.bundle import ClaimBuilder, PageTable, Paper, PaperRun, paper_rows, register_paper
 from fairfl_core.report.claims import OBSERVATION, Claim
-from fairfl_core.report.paper import printed
+from fairfl_core.report.paper import experiment_paper_values, paper_table, paper_values, printed
 
 __all__ = [
+    "ACC_VAR",
     "BUNDLE",
+    "TABLE1_TABLES",
+    "TABLES",
+    "AppendixTable",
+    "appendix_tables",
+    "by_table",
+    "derived",
+    "printed_numbers",
     "table9_claims",
     "tables17_19_claims",
     "with_cv_improvement",
@@ -224,6 +240,117 @@ def tables17_19_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim
     ]
 
 
+TABLE1_TABLES = {
+    "fedeba_table1_fmnist": ("Table 17", "Table 18", "Table 19"),
+    "fedeba_table1_cifar10": ("Table 17", "Table 18"),
+}
+"""The appendix tables each Table 1 experiment's runs reproduce (Table 19 prints Fashion-MNIST only)."""
+ACC_VAR = ("global_acc", "var", "worst5", "best5")
+
+
+@dataclass(frozen=True)
+class AppendixTable:
+    """One appendix table of the page: its ``title``, the experiments that feed it (``prefix`` of their
+    names), its ``metrics``, the rows it keeps without runs (``extra``), the printed table it reproduces when
+    not the experiment's own (``table``) and its rounding."""
+
+    title: str
+    prefix: str
+    metrics: tuple[str, ...]
+    extra: Mapping[str, str] | None = None
+    table: str | None = None
+    decimals: int = 2
+
+
+TABLES = {
+    "table9": AppendixTable(
+        "FedEBA+ Table 9, CIFAR-10 with an MLP", "fedeba_table9_", ("global_acc", "std", "worst5", "best5")
+    ),
+    "table10": AppendixTable(
+        "FedEBA+ Table 10, every method with server momentum 0.9", "fedeba_table10_", ACC_VAR
+    ),
+    "table11": AppendixTable("FedEBA+ Table 11, every method with FedVARP", "fedeba_table11_", ACC_VAR),
+    "table13": AppendixTable(
+        "FedEBA+ Table 13, symmetric label noise 0.5", "fedeba_table13_", ACC_VAR, TABLE13_NOT_IMPLEMENTED
+    ),
+    "table17": AppendixTable(
+        "FedEBA+ Table 17, FAA of the Table 1 runs",
+        "fedeba_table1_",
+        ("global_acc", "faa"),
+        TABLES17_19_NOT_RUN,
+        "Table 17",
+        4,
+    ),
+    "table18": AppendixTable(
+        "FedEBA+ Table 18, C_v of the Table 1 runs",
+        "fedeba_table1_",
+        ("global_acc", "std", "cv", "cv_improvement"),
+        TABLES17_19_NOT_RUN,
+        "Table 18",
+        4,
+    ),
+    "table19": AppendixTable(
+        "FedEBA+ Table 19, angle and KL of the Table 1 runs (Fashion-MNIST)",
+        "fedeba_table1_fmnist",
+        ("global_acc", "var", "angle", "kl"),
+        TABLES17_19_NOT_RUN,
+        "Table 19",
+        4,
+    ),
+}
+"""The page's tables by file name, in the paper's order."""
+
+
+def derived(name: str, runs: pd.DataFrame, profile: str) -> pd.DataFrame:
+    """The Table 1 runs with Table 17's FAA (F_i(x_i*) from ``FAA_LOCAL_STEPS`` local steps at this
+    profile) and Table 18's C_v improvement over FedAvg; the other experiments' runs as they are."""
+    if name not in TABLE1_TABLES:
+        return runs
+    return with_cv_improvement(with_faa(runs, FAA_LOCAL_STEPS[profile][TABLE1[name]]))
+
+
+def printed_numbers(experiment: Experiment, runs: pd.DataFrame) -> pd.DataFrame:
+    """The printed numbers an experiment's runs reproduce: every appendix table of a Table 1 experiment
+    (:data:`TABLE1_TABLES`), else its own table."""
+    tables = TABLE1_TABLES.get(experiment.name)
+    if tables is None:
+        return experiment_paper_values(experiment, runs)
+    return pd.concat([paper_values(experiment, runs, (t,)) for t in tables], ignore_index=True)
+
+
+def appendix_tables(page: PaperRun) -> dict[str, PageTable]:
+    """Tables 9–11, 13 and 17–19 (:data:`TABLES`): each experiment's mean ± std over seeds beside the
+    printed table it reproduces, with the rows it has no run for (why) and each FedEBA+ row's units of g̃."""
+    out = {}
+    for key, spec in TABLES.items():
+        names = [n for n in page.runs if n.startswith(spec.prefix)]
+        parts = []
+        for name in names:
+            experiment = get_experiment(name)
+            table, _ = paper_table(
+                experiment,
+                page.runs[name],
+                spec.metrics,
+                table=spec.table,
+                extra=spec.extra,
+                failed=page.failed.get(name),
+                decimals=spec.decimals,
+            )
+            parts.append(with_reading(table, experiment))
+        if parts:
+            out[key] = PageTable(pd.concat(parts, ignore_index=True).fillna(""), spec.title, tuple(names))
+    return out
+
+
+def by_table(page: PaperRun, claims: pd.DataFrame) -> pd.DataFrame:
+    """The claims in the order of the appendix's tables, each with its ``table`` (cited first in its
+    source)."""
+    claims = claims.assign(table=claims["source"].str.extract(r"(Table \d+)", expand=False))
+    return claims.sort_values(
+        "table", key=lambda t: t.str.split().str[1].astype(int), kind="stable", ignore_index=True
+    )
+
+
 BUNDLE = register_paper(
     Paper(
         "fedeba_plus_appendix",
@@ -244,5 +371,12 @@ BUNDLE = register_paper(
             "fedeba_table1_": tables17_19_claims,
         },
         printed_in="fedeba_plus",
+        derive=derived,
+        paper_numbers=printed_numbers,
+        tables=appendix_tables,
+        annotate_claims=by_table,
+        shows_failed_runs=True,
+        claims_title="FedEBA+ appendix claims",
+        claims_decimals=4,
     )
 )

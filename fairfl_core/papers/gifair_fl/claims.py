@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -43,7 +44,7 @@ import pandas as pd
 from fairfl_core.experiments.profiles import Experiment, get_experiment
 from fairfl_core.papers.gifair_fl import experiments as gifair_fl
 from fairfl_core.report import stats
-from fairfl_core.report.bundle import Paper, paper_scale, register_paper
+from fairfl_core.report.bundle import PageTable, Paper, PaperRun, paper_scale, register_paper
 from fairfl_core.report.claims import (
     MIN_SEEDS,
     NOT_DECIDED,
@@ -55,11 +56,11 @@ from fairfl_core.report.claims import (
     scale_columns,
     seed_outcome,
 )
-from fairfl_core.report.paper import load_paper_results, paper_cell
+from fairfl_core.report.paper import experiment_paper_values, load_paper_results, paper_cell
 from fairfl_core.report.paper import printed as printed_cell
 from fairfl_core.report.selection import select_a9
 from fairfl_core.report.stats import Sample
-from fairfl_core.report.tables import aggregate
+from fairfl_core.report.tables import aggregate, results_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -74,7 +75,6 @@ __all__ = [
     "LAMBDA_COLUMNS",
     "PAPER_FEDAVG_GAP",
     "TABLE6_SPLITS",
-    "check_table",
     "checklist_claims",
     "gap_by_scale",
     "gap_scale_checks",
@@ -141,13 +141,21 @@ def tuned_methods(experiment: Experiment, runs: pd.DataFrame) -> Tuning:
         parts.append(select_a9(grid, runs[runs["algorithm"] == "fedavg"], columns, fairness=fairness))
     selection = pd.concat([p for p in parts if len(p)], ignore_index=True)
     keep = set(runs["method"]) - set(tuned["method"]) | set(selection["method"])
-    methods = tuple(m for m in gifair_fl.GRIDS[experiment.name] if m.label in keep)
-    order = {m.label: i for i, m in enumerate(methods)}
+    tuned = tuned_experiment(experiment, keep)
+    order = {m.label: i for i, m in enumerate(tuned.method_list())}
     return Tuning(
-        replace(experiment, methods=methods),
+        tuned,
         runs[runs["method"].isin(keep)].reset_index(drop=True),
         selection.sort_values("method", key=lambda s: s.map(order), kind="stable").reset_index(drop=True),
     )
+
+
+def tuned_experiment(experiment: Experiment, methods: Iterable[str]) -> Experiment:
+    """``experiment`` listing the methods of its grid (:data:`experiments.GRIDS`) among ``methods`` (the
+    labels rule A9 kept); as registered when none of them is in the grid (nothing ran)."""
+    kept = set(methods)
+    chosen = tuple(m for m in gifair_fl.GRIDS[experiment.name] if m.label in kept)
+    return replace(experiment, methods=chosen) if chosen else experiment
 
 
 def seed_mean_discrepancy(runs: pd.DataFrame, n_groups: int) -> pd.DataFrame:
@@ -529,6 +537,7 @@ def checklist_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
     labels; group claims read FedAvg's worst and best group from ``runs`` (without group accuracies, e.g. a
     table not run at this profile: from the paper's printed FedAvg row). On the Table 6 variants other than
     :data:`TABLE6_VERDICT` every claim is an observation (:data:`TABLE6_OBSERVED` says why)."""
+    experiment = tuned_experiment(experiment, runs["method"]) if "method" in runs else experiment
     n = len(GROUP_LABELS.get(experiment.name, ()))
     if not n:
         return _individual_claims(experiment)
@@ -537,16 +546,6 @@ def checklist_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
     claims = _group_claims(experiment, aggregate(runs, metrics) if ran else _printed_groups(experiment), n)
     variant = TABLE6_OBSERVED.get(experiment.name)
     return [_observed(c, variant) for c in claims] if variant else claims
-
-
-def check_table(
-    experiment: Experiment, runs: pd.DataFrame, agg: pd.DataFrame, paper: pd.DataFrame
-) -> pd.DataFrame:
-    """The claims of one table (:func:`checklist_claims`) checked by
-    :func:`~fairfl_core.report.claims.check_claims` on ``agg`` and ``paper`` at the paper's scale
-    (``bundle.paper_scale``). On a stand-in data set (the FEMNIST settings on Fashion-MNIST) a claim is
-    decided on direction only (its ``data`` says so)."""
-    return check_claims(checklist_claims(experiment, runs), agg, paper, scale=paper_scale(experiment))
 
 
 TARGETS = ("C1 ", "C2 ")  # the claims the targets table shows
@@ -947,6 +946,38 @@ def plot_lambda_sweep(runs: pd.DataFrame, labels: tuple[str, ...]) -> Figure:
     return fig
 
 
+def page_tables(page: PaperRun) -> dict[str, PageTable]:
+    """Rule A9's choices (``hyperparameters``), then per table its results beside the printed numbers
+    (``<experiment>_results``), its claims C1–C2 against the paper's size (individual fairness:
+    ``_targets``) or its group accuracies' gaps (``_gaps``), and Table 6's gender gap (``_gender_gap``)."""
+    tuning = {n: tuned_methods(get_experiment(n), runs) for n, runs in page.loaded.items()}
+    selection = pd.concat({n: t.selection for n, t in tuning.items()}, names=["experiment", None])
+    selection = selection.reset_index(level=0).reset_index(drop=True)
+    tables = {
+        "hyperparameters": PageTable(selection.round(3), "Rule A9: the tuned hyperparameters", tuple(tuning))
+    }
+    for name, runs in page.runs.items():
+        experiment, paper, shown = tuning[name].experiment, page.paper[name], (name,)
+        metrics = group_metrics(name) or ["mean", "std"]
+        agg = aggregate(runs, metrics=metrics)
+        title = experiment.description
+        tables[f"{name}_results"] = PageTable(results_table(runs, metrics=metrics, paper=paper), title, shown)
+        if name not in GROUP_LABELS:
+            tables[f"{name}_targets"] = PageTable(
+                targets_table(experiment, agg, paper).round(2), title, shown
+            )
+            continue
+        tables[f"{name}_gaps"] = PageTable(gap_table(experiment, agg, paper).round(2), title, shown)
+        if name in TABLE6_SPLITS:
+            gap = gender_gap_table(experiment, agg, paper).round(2).reset_index()
+            title = (
+                f"Shakespeare by gender, {TABLE6_SPLITS[name]}: gap Male − Female (the paper's sign) and "
+                "each gender vs FedAvg"
+            )
+            tables[f"{name}_gender_gap"] = PageTable(gap, title, shown)
+    return tables
+
+
 BUNDLE = register_paper(
     Paper(
         "gifair_fl",
@@ -960,6 +991,15 @@ BUNDLE = register_paper(
             "gifair_table6_shakespeare_gender_2000_windows",  # roles with >= 2,000 windows (not the paper's)
         ),
         claim_builders={"gifair_table": checklist_claims},
+        derive=lambda name, runs, profile: tuned_methods(get_experiment(name), runs).runs,
+        paper_numbers=lambda experiment, runs: experiment_paper_values(
+            tuned_experiment(experiment, runs["method"]), runs
+        ),
+        tables=page_tables,
+        annotate_claims=lambda page, claims: claims.assign(
+            table=claims["experiment"].str.split("_", n=1).str[1]
+        ),
+        claims_title="GIFAIR-FL claims",
     )
 )
 

@@ -36,15 +36,17 @@ import pandas as pd
 from fairfl_core.experiments.profiles import Experiment, Method, get_experiment
 from fairfl_core.experiments.store import RunStore
 from fairfl_core.papers.submodular_selection import experiments as experiments
-from fairfl_core.report.bundle import Paper, paper_rows, register_paper
+from fairfl_core.report.bundle import PageTable, Paper, PaperRun, paper_rows, register_paper
 from fairfl_core.report.claims import NOT_CHECKED_OFFLINE, OBSERVATION, Claim, seed_outcome
 from fairfl_core.report.paper import load_paper_results, printed
 from fairfl_core.report.stats import Sample
+from fairfl_core.report.tables import results_table
 
 __all__ = [
     "BUNDLE",
     "CLAIM_METRICS",
     "IDENTICAL",
+    "TABLE_METRICS",
     "Calibration",
     "calibrate",
     "claims_table",
@@ -53,6 +55,8 @@ __all__ = [
     "lambda_claims",
     "lambda_sweep",
     "mark_identical_selections",
+    "marked_claims",
+    "page_tables",
     "paper_random_accuracy",
     "phi_claims",
     "selection_agreement",
@@ -523,13 +527,46 @@ def claims_table(
     it did not run, ``not run at this profile`` with the paper's own verdict; on a stand-in on another
     column's data, "not checked (no offline data)" with the direction in ``stand_in_result``), with
     :func:`mark_identical_selections`. ``agg`` must hold :data:`CLAIM_METRICS`."""
-    table = BUNDLE.check(name, runs, agg, paper)
-    table = (
-        mark_identical_selections(table, runs)
-        if runs is not None
-        else table.assign(identical_selections=False)
-    )
-    return table
+    return _marked(BUNDLE.check(name, runs, agg, paper), runs)
+
+
+def _marked(claims: pd.DataFrame, runs: pd.DataFrame | None) -> pd.DataFrame:
+    if runs is None:
+        return claims.assign(identical_selections=False)
+    return mark_identical_selections(claims, runs)
+
+
+def marked_claims(page: PaperRun, claims: pd.DataFrame) -> pd.DataFrame:
+    """The page's claims, each experiment's with :func:`mark_identical_selections` on its runs."""
+    parts = [_marked(rows, page.runs.get(n)) for n, rows in claims.groupby("experiment", sort=False)]
+    return pd.concat(parts, ignore_index=True)
+
+
+TABLE_METRICS = ("train_loss", "global_acc", "std")
+
+
+def page_tables(page: PaperRun) -> dict[str, PageTable]:
+    """Each table run beside the printed numbers, titled with the calibrated η and K its runs ran with
+    (from the calibration, not the profile); Table I's selections against DivFL's and SubTrunc's per-round
+    diagnostics; Table II's λ sweep per reading of G's scale."""
+    tables = {}
+    for name, runs in page.runs.items():
+        experiment, column, shown = get_experiment(name), experiments.column_of(name), (name,)
+        lr, rounds = runs["config.train.lr"].iloc[0], int(runs["config.train.rounds"].iloc[0])
+        calibrated = f"{column} column, calibrated η = {lr:g}"
+        title = f"{experiment.description}; calibrated η = {lr:g}, K = {rounds} rounds"
+        table = results_table(runs, metrics=TABLE_METRICS, paper=page.paper[name])
+        tables[name] = PageTable(table, title, shown)
+        if name.startswith("submodular_table1"):
+            agreement = selection_agreement(runs, paper_rows(experiment)["DivFL"]).round(1)
+            title = f"Selections against DivFL's, {calibrated}"
+            tables[f"{name}_agreement_with_divfl"] = PageTable(agreement, title, shown)
+            title = f"SubTrunc's per-round selection diagnostics, {calibrated}"
+            tables[f"{name}_selection_diagnostics"] = PageTable(selection_diagnostics(runs), title, shown)
+        if name.startswith("submodular_table2_"):
+            title = f"λ sweep per reading of G's scale, {calibrated}"
+            tables[f"{name}_by_reading"] = PageTable(lambda_sweep(experiment, runs), title, shown)
+    return tables
 
 
 @dataclass(frozen=True)
@@ -607,5 +644,9 @@ BUNDLE = register_paper(
             "submodular_table3_": window_claims,
             "submodular_table4_": phi_claims,
         },
+        derive=lambda name, runs, profile: with_train_loss(runs),
+        tables=page_tables,
+        annotate_claims=marked_claims,
+        claims_title="SubTrunc/UnionFL claims",
     )
 )

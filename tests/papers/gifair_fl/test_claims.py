@@ -57,9 +57,9 @@ def _page(seeds: int = 3) -> pd.DataFrame:
     """The notebook's claims table (``claims.csv``) on hand-made runs of every experiment."""
     parts = []
     for name in BUNDLE.experiments:
-        runs, exp = _runs(name, seeds), get_experiment(name)
+        runs = _runs(name, seeds)
         agg = report.aggregate(runs, metrics=G.group_metrics(name) or ["mean", "std"])
-        parts.append(G.check_table(exp, runs, agg, pd.DataFrame()).assign(experiment=name))
+        parts.append(BUNDLE.check(name, runs, agg, pd.DataFrame()))
     return pd.concat(parts, ignore_index=True)
 
 
@@ -198,7 +198,7 @@ def test_on_a_stand_in_the_papers_claims_are_decided_on_direction_only():
     runs["dataset"] = "fashion_mnist (stand-in for FEMNIST-skewed)"
     exp = get_experiment(table2)
     agg = report.aggregate(runs, metrics=["mean", "std"])
-    checked = G.check_table(exp, runs, agg, report.experiment_paper_values(exp, runs)).set_index("claim")
+    checked = BUNDLE.check(table2, runs, agg, report.experiment_paper_values(exp, runs)).set_index("claim")
     paper = checked[checked["kind"] == "paper"]
     assert len(paper) == 17 and (paper["stand_in_result"] == "").all()  # decided, indicative
     assert (checked["size_source"] == STAND_IN_EFFECT).all() and checked["paper_effect"].isna().all()
@@ -222,7 +222,7 @@ def test_runs_of_one_seed_are_paired_and_decide_where_welch_cannot():
         runs = _runs(name, paired=paired)
         agg = report.aggregate(runs, metrics=["mean", "std"])
         rows[paired] = (
-            G.check_table(get_experiment(name), runs, agg, pd.DataFrame()).set_index("claim").loc[claim]
+            BUNDLE.check(name, runs, agg, pd.DataFrame()).set_index("claim").loc[claim]
         )
     # Global's √Var(a) is 15 + s, Ditto's 16 + s (s = 0, 1, 2): d = −1 on every seed. Paired: every per-seed
     # contrast is −1, SE 0, the sign decides: holds.
