@@ -221,9 +221,7 @@ def test_runs_of_one_seed_are_paired_and_decide_where_welch_cannot():
     for paired in (True, False):
         runs = _runs(name, paired=paired)
         agg = report.aggregate(runs, metrics=["mean", "std"])
-        rows[paired] = (
-            BUNDLE.check(name, runs, agg, pd.DataFrame()).set_index("claim").loc[claim]
-        )
+        rows[paired] = BUNDLE.check(name, runs, agg, pd.DataFrame()).set_index("claim").loc[claim]
     # Global's √Var(a) is 15 + s, Ditto's 16 + s (s = 0, 1, 2): d = −1 on every seed. Paired: every per-seed
     # contrast is −1, SE 0, the sign decides: holds.
     assert rows[True]["test"].startswith("paired") and rows[True]["result"] == "holds"
