@@ -60,6 +60,7 @@ from fairfl_core.report.tables import aggregate, caption, save_table
 __all__ = [
     "NOT_RUN",
     "PAPERS",
+    "PageClaims",
     "PageTable",
     "PaperRun",
     "ClaimBuilder",
@@ -143,14 +144,27 @@ class PageTable:
 
 
 @dataclass(frozen=True)
+class PageClaims:
+    """A claims table of a paper's page, checked by :func:`~fairfl_core.report.claims.check_claims` (or in
+    its columns), as :meth:`Paper.run` saves it: the ``table``, the ``title`` of its caption and its
+    rounding. Beside the experiments' claims (``claims.csv``), a bundle's ``more_claims`` gives those on
+    numbers computed from the runs rather than compared between methods (hours from seed-mean curves, a
+    trend over λ) or computed without runs (a toy example)."""
+
+    table: pd.DataFrame
+    title: str
+    decimals: int = 2
+
+
+@dataclass(frozen=True)
 class PaperRun:
     """What :meth:`Paper.run` computed at ``profile`` (with ``seeds`` where given): each run experiment's
     ``configs``, the sweep's ``outcomes``, its runs as ``loaded`` and as the paper reads them (``runs``: with
     its derived metrics, e.g. one tuned value per method) and the paper's
     numbers they reproduce (``paper``), the page's ``tables`` as saved, why the other experiments were
-    ``skipped``, the page's ``claims`` as saved (with their verdicts), the method rows the run was
-    restricted to (``methods``; None: all) and, on a page that shows failed runs, each experiment's failed
-    methods with their errors (``failed``)."""
+    ``skipped``, the page's ``claims`` and ``more_claims`` as saved (with the page's verdicts), the method
+    rows the run was restricted to (``methods``; None: all) and, on a page that shows failed runs, each
+    experiment's failed methods with their errors (``failed``)."""
 
     profile: str
     seeds: list[int] | None
@@ -164,6 +178,7 @@ class PaperRun:
     failed: dict[str, dict[str, str]] = field(default_factory=dict)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     claims: pd.DataFrame = field(default_factory=pd.DataFrame)
+    more_claims: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     def left_out_reason(self) -> str:
         """Why a method row of a run experiment has no runs: the profile leaves it out, or ``methods`` did."""
@@ -195,6 +210,7 @@ class Paper:
     :func:`~fairfl_core.report.paper.experiment_paper_values`); ``tables(page)`` the page's tables by file
     name (default: one per experiment, its ``metrics`` beside the paper's numbers); ``annotate_claims(page,
     claims)`` adds the page's own columns to the checked claims or orders them (default: as checked);
+    ``more_claims(page)`` the page's other claims tables by file name (:class:`PageClaims`);
     ``shows_failed_runs``: a failed run becomes its row's reason (``page.failed``) instead of stopping the
     page; ``claims_title``,
     ``claims_name`` and ``claims_decimals`` its claims table's title (default ``"<name>: claims"``), file
@@ -211,6 +227,7 @@ class Paper:
     paper_numbers: Callable[[Experiment, pd.DataFrame], pd.DataFrame] = experiment_paper_values
     tables: Callable[[PaperRun], dict[str, PageTable]] | None = None
     annotate_claims: Callable[[PaperRun, pd.DataFrame], pd.DataFrame] = _as_checked
+    more_claims: Callable[[PaperRun], dict[str, PageClaims]] | None = None
     shows_failed_runs: bool = False
     claims_title: str = ""
     claims_name: str = "claims"
@@ -296,14 +313,24 @@ class Paper:
         checked = [n for n in self.experiments if n not in dropped]
         checks = [self.check_run(page, name) for name in self.claimed(checked)]
         found = [c for c in checks if not c.empty]
-        if not found:
-            return page
-        title = claims_caption(self.claims_title or f"{self.name}: claims", profile)
-        claims = self.annotate_claims(page, pd.concat(found, ignore_index=True))
-        claims = save_claims(
-            claims, output_dir, self.claims_name, caption=title, decimals=self.claims_decimals
-        )
-        return dataclasses.replace(page, claims=claims)
+        claim_tables: dict[str, PageClaims] = {}
+        if found:
+            claims = self.annotate_claims(page, pd.concat(found, ignore_index=True))
+            title = self.claims_title or f"{self.name}: claims"
+            claim_tables[self.claims_name] = PageClaims(claims, title, self.claims_decimals)
+        claim_tables |= self.more_claims(page) if self.more_claims else {}
+        for name, checked_table in claim_tables.items():
+            save_claims(
+                checked_table.table,
+                output_dir,
+                name,
+                caption=claims_caption(checked_table.title, profile),
+                decimals=checked_table.decimals,
+            )
+        # as written last, with the page's verdicts (each save decides every claims table of the page again)
+        saved = {name: pd.read_csv(Path(output_dir) / f"{name}.csv") for name in claim_tables}
+        claims = saved.pop(self.claims_name, pd.DataFrame())
+        return dataclasses.replace(page, claims=claims, more_claims=saved)
 
     def experiment_tables(self, page: PaperRun) -> dict[str, PageTable]:
         """One table per run experiment: its :attr:`metrics` beside the paper's numbers, with a row for each

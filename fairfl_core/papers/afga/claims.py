@@ -35,7 +35,7 @@ from fairfl_core.experiments.profiles import Experiment, get_experiment
 from fairfl_core.experiments.store import RunStore
 from fairfl_core.gossip import CommCostModel
 from fairfl_core.papers.afga import experiments as experiments
-from fairfl_core.report.bundle import PageTable, Paper, PaperRun, paper_scale, register_paper
+from fairfl_core.report.bundle import PageClaims, PageTable, Paper, PaperRun, paper_scale, register_paper
 from fairfl_core.report.claims import OBSERVATION, Claim, check_claims
 from fairfl_core.report.paper import load_paper_results, paper_table, paper_values
 from fairfl_core.report.tables import METRIC_LABELS, aggregate
@@ -68,6 +68,7 @@ __all__ = [
     "table5_claims",
     "table7_check",
     "table7_claims",
+    "table7_claims_of",
     "table7_hours",
     "table7_runs",
     "table7_scale",
@@ -788,6 +789,13 @@ def page_tables(page: PaperRun) -> dict[str, PageTable]:
     return tables
 
 
+def table7_claims_of(page: PaperRun) -> dict[str, PageClaims]:
+    """Table 7's claims on the hours of each run of :func:`table7_source` (:func:`table7_check`)."""
+    source = table7_source(page.runs)
+    checked = table7_check(page.runs[source], source, model=CommCostModel())
+    return {"claims_table7": PageClaims(checked, f"AFGA Table 7 claims, {source} runs")}
+
+
 BUNDLE = register_paper(
     Paper(
         "afga",
@@ -823,6 +831,7 @@ BUNDLE = register_paper(
         },
         derive=lambda name, runs, profile: with_afga_metrics(runs, name),
         tables=page_tables,
+        more_claims=table7_claims_of,
         claims_title="AFGA claims",
     )
 )

@@ -41,8 +41,16 @@ from fairfl_core.experiments.profiles import Experiment, get_experiment
 from fairfl_core.experiments.store import RunStore
 from fairfl_core.papers.fedeba_plus.experiments import FEDAVG_MATCHED, FEDEBA_MATCHED, NOT_IMPLEMENTED
 from fairfl_core.papers.fedeba_plus.figure1 import figure1_toy, toy_losses
-from fairfl_core.report.bundle import PageTable, Paper, PaperRun, paper_dataset, paper_rows, register_paper
-from fairfl_core.report.claims import OBSERVATION, PAPER, Claim, exact_results
+from fairfl_core.report.bundle import (
+    PageClaims,
+    PageTable,
+    Paper,
+    PaperRun,
+    paper_dataset,
+    paper_rows,
+    register_paper,
+)
+from fairfl_core.report.claims import OBSERVATION, PAPER, Claim, check_claims, exact_results
 from fairfl_core.report.paper import load_paper_results, paper_table
 
 __all__ = [
@@ -55,6 +63,7 @@ __all__ = [
     "better",
     "dirichlet_claims",
     "figure1_claims",
+    "figure1_claims_of",
     "figure1_points",
     "figure1_results",
     "figure1_table",
@@ -707,6 +716,12 @@ def table1_tables(page: PaperRun) -> dict[str, PageTable]:
     return tables
 
 
+def figure1_claims_of(page: PaperRun) -> dict[str, PageClaims]:
+    """Fig. 1's claims on the toy example computed at the printed τ (no runs: exact numbers)."""
+    checked = check_claims(figure1_claims(), *figure1_results(figure1_table(figure1_points())))
+    return {"claims_fig1_toy": PageClaims(checked, "Fig. 1 toy claims (computed, at the printed τ = 1)", 4)}
+
+
 BUNDLE = register_paper(
     Paper(
         "fedeba_plus",
@@ -721,6 +736,7 @@ BUNDLE = register_paper(
         },
         derive=lambda name, runs, profile: with_acc_area(runs),  # Fig. 3(b)'s "converges faster"
         tables=table1_tables,
+        more_claims=figure1_claims_of,
         claims_title="FedEBA+ Table 1 claims",
     )
 )

@@ -44,7 +44,7 @@ import pandas as pd
 from fairfl_core.experiments.profiles import Experiment, get_experiment
 from fairfl_core.papers.gifair_fl import experiments as gifair_fl
 from fairfl_core.report import stats
-from fairfl_core.report.bundle import PageTable, Paper, PaperRun, paper_scale, register_paper
+from fairfl_core.report.bundle import PageClaims, PageTable, Paper, PaperRun, paper_scale, register_paper
 from fairfl_core.report.claims import (
     MIN_SEEDS,
     NOT_DECIDED,
@@ -72,6 +72,7 @@ __all__ = [
     "GENDER_GAP",
     "GENDERS",
     "GROUP_LABELS",
+    "LAMBDA_BUNDLE",
     "LAMBDA_COLUMNS",
     "PAPER_FEDAVG_GAP",
     "TABLE6_SPLITS",
@@ -84,7 +85,9 @@ __all__ = [
     "gender_gap_table",
     "group_metrics",
     "lambda_checks",
+    "lambda_claims_of",
     "lambda_table",
+    "lambda_tables",
     "method_labels",
     "plot_gap_scale",
     "plot_group_accuracies",
@@ -1000,6 +1003,39 @@ BUNDLE = register_paper(
             table=claims["experiment"].str.split("_", n=1).str[1]
         ),
         claims_title="GIFAIR-FL claims",
+    )
+)
+
+
+def lambda_tables(page: PaperRun) -> dict[str, PageTable]:
+    """Figures 4–5 as tables: each λ sweep's group accuracies and discrepancy per λ/λ_max."""
+    figures = {n: f for f, n in LAMBDA_EXPERIMENTS.items()}
+    return {
+        f"{n}_by_lambda": PageTable(
+            lambda_table(runs, GROUP_LABELS[n]).reset_index().round(2), figures[n], (n,)
+        )
+        for n, runs in page.runs.items()
+    }
+
+
+def lambda_claims_of(page: PaperRun) -> dict[str, PageClaims]:
+    """Each λ sweep's claims C11–C12 (:func:`lambda_checks`: a trend over λ, not a comparison of methods)."""
+    figures = {n: f for f, n in LAMBDA_EXPERIMENTS.items()}
+    return {
+        f"{n}_claims": PageClaims(
+            lambda_checks(runs, GROUP_LABELS[n], figures[n]), f"{figures[n]}: claims C11-C12", 3
+        )
+        for n, runs in page.runs.items()
+    }
+
+
+LAMBDA_BUNDLE = register_paper(
+    Paper(
+        "gifair_fl_lambda",
+        tuple(LAMBDA_EXPERIMENTS.values()),
+        printed_in="gifair_fl",
+        tables=lambda_tables,
+        more_claims=lambda_claims_of,
     )
 )
 
