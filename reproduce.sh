@@ -78,12 +78,21 @@ if [ "$from_archive" = 1 ]; then
     || { echo "reproduce.sh: --from-archive: could not unpack the archives; nothing was run" >&2; exit 1; }
   export FAIRFL_FROM_ARCHIVE=1
 fi
+declare -A paper_of  # each registered page (fairfl_core/papers/) and the paper whose claims it counts
+pages=$(.venv/bin/python -m fairfl_core.papers) \
+  || { echo "reproduce.sh: could not list the registered pages (python -m fairfl_core.papers); nothing was run" >&2; exit 1; }
+while IFS=$'\t' read -r page paper; do paper_of[$page]=$paper; done <<< "$pages"
 ran=() failed=()
 for notebook in notebooks/*.ipynb; do
   [ -e "$notebook" ] || continue
   file=$(basename "$notebook" .ipynb)
   name=${file#[0-9][0-9]_}
   if [ -n "$only" ] && [ "$only" != "$name" ] && [ "$only" != "$file" ]; then
+    continue
+  fi
+  if [ -z "${paper_of[$name]+registered}" ]; then
+    echo "reproduce.sh: notebook $file is no registered page: register a bundle named '$name' in fairfl_core/papers/ (docs/extending.md)" >&2
+    failed+=("$name")
     continue
   fi
   out="$reports/$name"
@@ -116,13 +125,13 @@ print(*page_sets(sys.argv[1]), sep="\n")' "published/$profile/$name")
   fi
   set_json=$(printf '%s' "${nb_sets[*]-}" | sed 's/\\/\\\\/g; s/"/\\"/g')
   sets_json=$(.venv/bin/python -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "${nb_sets[@]}")
-  printf '{"status": "%s", "seconds": %d, "profile": "%s", "commit": "%s", "set": "%s", "sets": %s}\n' \
-    "$status" "$seconds" "$profile" "$commit" "$set_json" "$sets_json" >"$out/status.json"
+  printf '{"status": "%s", "seconds": %d, "profile": "%s", "commit": "%s", "set": "%s", "sets": %s, "paper": "%s"}\n' \
+    "$status" "$seconds" "$profile" "$commit" "$set_json" "$sets_json" "${paper_of[$name]}" >"$out/status.json"
   echo "reproduce.sh: $file $status in ${seconds}s"
   ran+=("$name")
 done
 
-if [ ${#ran[@]} -eq 0 ]; then
+if [ ${#ran[@]} -eq 0 ] && [ ${#failed[@]} -eq 0 ]; then
   echo "reproduce.sh: no notebook matched --only '$only'; notebooks: $(ls notebooks/*.ipynb 2>/dev/null | xargs -n1 basename 2>/dev/null | tr '\n' ' ')" >&2
   exit 2
 fi

@@ -18,6 +18,42 @@ def test_there_are_notebooks():
     assert NOTEBOOKS, "notebooks/ holds no .ipynb"
 
 
+def test_every_notebook_is_a_registered_page_and_every_page_has_its_notebook():
+    """``notebooks/[NN_]<name>.ipynb`` runs the bundle ``<name>`` (``python -m fairfl_core.papers`` lists
+    them, ``reproduce.sh`` runs only those) and reaches its runs, tables and claims through ``Paper.run``."""
+    from fairfl_core.papers import PAPERS
+
+    names = {re.sub(r"^\d\d_", "", path.stem): path for path in NOTEBOOKS}
+    assert sorted(names) == sorted(PAPERS)
+    for name, path in names.items():
+        code = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+        assert f'get_paper("{name}")' in code and ".run(" in code, f"{path.name} does not run its bundle"
+    listed = subprocess.run(
+        [str(ROOT / ".venv/bin/python"), "-m", "fairfl_core.papers"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert [line.split("\t") for line in listed.splitlines()] == [[n, p.title] for n, p in PAPERS.items()]
+
+
+def test_reproduce_sh_runs_a_notebook_only_as_a_registered_page(tmp_path):
+    root = tmp_path / "repo"
+    shutil.copytree(
+        ROOT, root, ignore=shutil.ignore_patterns(".venv", "results", "reports", "published", ".git")
+    )
+    (root / ".venv").symlink_to(ROOT / ".venv")
+    shutil.copy(ROOT / "notebooks" / "client_dropout.ipynb", root / "notebooks" / "sixth.ipynb")
+    out = subprocess.run(
+        ["bash", "reproduce.sh", "--only", "sixth", "--no-setup"], cwd=root, capture_output=True, text=True
+    )
+    assert out.returncode == 1
+    assert (
+        "notebook sixth is no registered page: register a bundle named 'sixth' in fairfl_core/papers/"
+        in out.stderr
+    )
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_is_committed_without_outputs(path):
     nb = nbformat.read(path, as_version=4)

@@ -197,9 +197,12 @@ def _as_checked(page: PaperRun, claims: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Paper:
-    """One paper. ``name``: its folder ``papers/<name>/``; ``experiments``: the catalogue names its main
-    notebook runs, in order; ``left_out``: profile → {experiment: why the notebook does not run it there};
-    ``unavailable``: experiment → why it cannot run on this machine (e.g. data without a stand-in), or None;
+    """One paper's page. ``name``: its notebook (``notebooks/[NN_]<name>.ipynb``) and its folder
+    ``papers/<name>/`` (unless ``printed_in`` names another); ``experiments``: the catalogue names its
+    notebook runs, in order; ``title``: the paper whose claims the page counts in the main number
+    (``report.headline``; empty for a page of the package's own, whose claims are observations);
+    ``left_out``: profile → {experiment: why the notebook does not run it there}; ``unavailable``:
+    experiment → why it cannot run on this machine (e.g. data without a stand-in), or None;
     ``claim_builders``: experiment name (or its prefix) → ``claims(experiment, runs) -> list[Claim]``;
     ``printed_in``: the folder of its printed numbers and readings when it is not ``papers/<name>/`` (an
     appendix bundle reads its paper's).
@@ -218,6 +221,7 @@ class Paper:
 
     name: str
     experiments: tuple[str, ...]
+    title: str = ""
     left_out: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     unavailable: Callable[[str], str | None] = _available
     claim_builders: Mapping[str, ClaimBuilder] = field(default_factory=dict)

@@ -2,7 +2,7 @@
 out, from the published pages (``published/<profile>/<page>/``).
 
 A paper's claims are the paper rows (``kind`` paper) of the counted claims tables of its pages
-(:data:`PAPER_PAGES`), one per claim and experiment (per dataset in a table without an experiment column: a
+(:func:`paper_pages`), one per claim and experiment (per dataset in a table without an experiment column: a
 claim not run at a profile names the paper's column, one that ran its data's label). A claim decided on a
 page of the ``paper`` profile supersedes its row on the ``quick`` page (the quick page says so,
 :func:`superseded`). Each claim counts under its ``verdict``: decided at the paper's scale (all its rounds,
@@ -15,6 +15,7 @@ its model, real data: :func:`~fairfl_core.report.index.at_paper_scale`), decided
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -32,24 +33,17 @@ from fairfl_core.report.index import (
 )
 
 __all__ = [
-    "PAPER_PAGES",
     "PROFILES",
     "PaperClaims",
     "main_number",
     "markdown",
     "paper_claims_of",
+    "paper_pages",
     "superseded",
 ]
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "published"
 PROFILES = ("paper", "quick")  # the first profile that decides a claim supersedes the others
-PAPER_PAGES = {
-    "Equitable-FL": ("equitable_fl", "equitable_fl_ablations"),
-    "GIFAIR-FL": ("gifair_fl", "gifair_fl_lambda"),
-    "SubTrunc / UnionFL": ("submodular_selection",),
-    "FedEBA+": ("fedeba_plus", "fedeba_plus_ablations", "fedeba_plus_appendix"),
-    "AFGA / CAFGA": ("afga",),
-}
 KEY = ["claim", "where"]  # a claim once per experiment (or, in a table without one, per dataset)
 SHORT = {"smaller than the paper's": "smaller", "not reproduced at the paper's size": "not at size"}
 
@@ -75,11 +69,23 @@ def _rows(profile: str, page: str, root: Path) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
+def paper_pages(root: str | Path = PUBLISHED) -> dict[str, tuple[str, ...]]:
+    """Each paper's published pages, by the paper each page's bundle names (``Paper.title``, which
+    ``reproduce.sh`` records in the page's ``status.json``; a page of the package's own names none), papers
+    in alphabetical order, pages in name order."""
+    pages: dict[str, list[str]] = {}
+    for status in sorted(Path(root).glob("*/*/status.json")):
+        paper = json.loads(status.read_text()).get("paper", "")
+        if paper and status.parent.parent.name in PROFILES:
+            pages.setdefault(paper, []).append(status.parent.name)
+    return {paper: tuple(sorted(set(pages[paper]))) for paper in sorted(pages)}
+
+
 def paper_claims_of(paper: str, root: str | Path = PUBLISHED) -> pd.DataFrame:
     """Every claim of ``paper`` once: its row on the first profile of :data:`PROFILES` that decides it (or,
     when none does, on the first that lists it)."""
     root = Path(root)
-    rows = [_rows(p, page, root) for p in PROFILES for page in PAPER_PAGES[paper]]
+    rows = [_rows(p, page, root) for p in PROFILES for page in paper_pages(root).get(paper, ())]
     rows = [r for r in rows if not r.empty]
     if not rows:
         return pd.DataFrame(columns=[*KEY, "outcome", "scale", "profile", "page"])
@@ -97,7 +103,7 @@ def superseded(page: str, root: str | Path = PUBLISHED) -> pd.DataFrame:
     page's verdict and where it is."""
     root = Path(root)
     quick = _rows("quick", page, root)
-    paper = pd.concat([_rows("paper", p, root) for p in _pages_with(page)], ignore_index=True)
+    paper = pd.concat([_rows("paper", p, root) for p in _pages_with(page, root)], ignore_index=True)
     if quick.empty or paper.empty:
         return pd.DataFrame(columns=[*KEY, "verdict", "page"])
     paper = paper[paper["outcome"].isin(DECIDED)]
@@ -105,8 +111,8 @@ def superseded(page: str, root: str | Path = PUBLISHED) -> pd.DataFrame:
     return hit.drop_duplicates(KEY).reset_index(drop=True)
 
 
-def _pages_with(page: str) -> tuple[str, ...]:
-    return next((pages for pages in PAPER_PAGES.values() if page in pages), (page,))
+def _pages_with(page: str, root: Path) -> tuple[str, ...]:
+    return next((pages for pages in paper_pages(root).values() if page in pages), (page,))
 
 
 @dataclass(frozen=True)
@@ -134,7 +140,7 @@ def main_number(root: str | Path = PUBLISHED) -> list[PaperClaims]:
     """Every paper's line (:class:`PaperClaims`)."""
     root = Path(root)
     lines = []
-    for paper in PAPER_PAGES:
+    for paper in paper_pages(root):
         claims = paper_claims_of(paper, root)
         decided = claims[claims["outcome"].isin(DECIDED)]
         where = sorted({f"{p}/{g}" for p, g in claims[["profile", "page"]].drop_duplicates().values})
@@ -171,6 +177,11 @@ def _split(counts: Counter) -> str:
     return f"{total}: {parts}"
 
 
+def _in_words(n: int) -> str:
+    words = ("none", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+    return words[n] if n < len(words) else str(n)
+
+
 def markdown(root: str | Path = PUBLISHED, link_prefix: str = "published/") -> str:
     """The main number as a Markdown table, one row per paper and a total."""
     lines = main_number(root)
@@ -197,7 +208,7 @@ def markdown(root: str | Path = PUBLISHED, link_prefix: str = "published/") -> s
     conclusive = sum(line.conclusive for line in lines)
     stand_in = sum((line.stand_in for line in lines), Counter())
     out.append(
-        f"| **all five** | {total} | {_split(paper_scale)} | {_split(reduced)} | "
+        f"| **all {_in_words(len(lines))}** | {total} | {_split(paper_scale)} | {_split(reduced)} | "
         f"{sum(line.not_decided for line in lines)} | {sum(line.not_checked for line in lines)} | "
         f"{_split(stand_in)} | {conclusive} ({100 * conclusive / max(total, 1):.0f} %) | |"
     )

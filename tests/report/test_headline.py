@@ -3,14 +3,17 @@ paper profile superseding the quick one, and the quick page's list of superseded
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
-from fairfl_core.report.headline import main_number, markdown, paper_claims_of, superseded
+from fairfl_core.report.headline import main_number, markdown, paper_claims_of, paper_pages, superseded
 
 
-def _page(root, profile, page, rows):
+def _page(root, profile, page, rows, paper="FedEBA+"):
     folder = root / profile / page
     folder.mkdir(parents=True)
+    (folder / "status.json").write_text(json.dumps({"status": "ok", "paper": paper}))
     table = pd.DataFrame(rows)
     kind = table["kind"].fillna("paper") if "kind" in table else "paper"
     table.assign(kind=kind, result=table["verdict"], source='§6: "a sentence"').to_csv(
@@ -67,6 +70,21 @@ def test_the_paper_profile_supersedes_quick_and_each_scale_is_counted_apart(tmp_
     assert line.stand_in == {"fails": 1}
     assert "| 1 | 1 | 1: 1 fails | 3 (50 %) |" in row
     assert "[paper/fedeba_plus](published/paper/README.md#fedeba_plus)" in row
-    assert table.splitlines()[-1].startswith("| **all five** | 6 |")
+    assert table.splitlines()[-1].startswith("| **all one** | 6 |")  # the papers of the published pages
     gone = superseded("fedeba_plus", tmp_path)
     assert sorted(gone["claim"]) == ["accuracy", "variance"] and set(gone["page"]) == {"fedeba_plus"}
+
+
+def test_a_page_counts_for_the_paper_its_bundle_names(tmp_path):
+    """The pages of a paper are those whose ``status.json`` names it (``reproduce.sh`` writes the bundle's
+    ``Paper.title``); a page of the package's own names none and counts for no paper."""
+    _page(tmp_path, "quick", "afga", [_claim("a", "holds", 0.2)], paper="AFGA / CAFGA")
+    _page(tmp_path, "quick", "quickstart", [_claim("q", "holds", 0.2)], paper="")
+    _page(tmp_path, "paper", "fedeba_plus", [_claim("v", "holds", 1.0)])
+    _page(tmp_path, "quick", "fedeba_plus_appendix", [_claim("t", "holds", 0.2)])
+    assert paper_pages(tmp_path) == {
+        "AFGA / CAFGA": ("afga",),
+        "FedEBA+": ("fedeba_plus", "fedeba_plus_appendix"),
+    }
+    assert [line.paper for line in main_number(tmp_path)] == ["AFGA / CAFGA", "FedEBA+"]
+    assert markdown(tmp_path).splitlines()[-1].startswith("| **all two** | 3 |")

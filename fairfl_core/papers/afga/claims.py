@@ -34,6 +34,7 @@ from fairfl_core.data import stand_ins
 from fairfl_core.experiments.profiles import Experiment, get_experiment
 from fairfl_core.experiments.store import RunStore
 from fairfl_core.gossip import CommCostModel
+from fairfl_core.papers.afga import TITLE
 from fairfl_core.papers.afga import experiments as experiments
 from fairfl_core.report.bundle import PageClaims, PageTable, Paper, PaperRun, paper_scale, register_paper
 from fairfl_core.report.claims import OBSERVATION, Claim, check_claims
@@ -800,6 +801,7 @@ BUNDLE = register_paper(
     Paper(
         "afga",
         experiments.ALL,
+        title=TITLE,
         left_out={
             "quick": {
                 n: "not run at quick (2 CPU cores): run at paper"

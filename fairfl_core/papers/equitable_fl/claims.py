@@ -35,6 +35,7 @@ from matplotlib.figure import Figure
 from fairfl_core import metrics
 from fairfl_core.experiments.profiles import Experiment, get_experiment
 from fairfl_core.experiments.store import RunStore, client_accuracy_key
+from fairfl_core.papers.equitable_fl import TITLE
 from fairfl_core.papers.equitable_fl import experiments as experiments
 from fairfl_core.report.bundle import PageTable, Paper, PaperRun, paper_dataset, register_paper
 from fairfl_core.report.claims import OBSERVATION, Claim, seed_outcome
@@ -648,6 +649,7 @@ BUNDLE = register_paper(
     Paper(
         "equitable_fl",
         _TABLES,
+        title=TITLE,
         left_out={"quick": {n: _QUICK_LEFT_OUT[n] for n in _TABLES if n not in experiments.QUICK_TABLES}},
         claim_builders=_BUILDERS,
         derive=derived,
@@ -659,6 +661,7 @@ ABLATIONS = register_paper(
     Paper(
         "equitable_fl_ablations",
         tuple(experiments.ABLATIONS),
+        title=TITLE,
         claim_builders=_BUILDERS,
         printed_in="equitable_fl",
         derive=lambda name, runs, profile: with_equitable_metrics(runs),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from fairfl_core.experiments.profiles import Experiment, get_experiment
+from fairfl_core.papers.fedeba_plus import TITLE
 from fairfl_core.papers.fedeba_plus import claims as rf
 from fairfl_core.report.bundle import PageTable, Paper, PaperRun, register_paper
 from fairfl_core.report.paper import experiment_paper_values, paper_values
@@ -68,6 +69,7 @@ BUNDLE = register_paper(
     Paper(
         "fedeba_plus_ablations",
         tuple(EXPERIMENTS.values()),
+        title=TITLE,
         claim_builders={k: v for k, v in rf.BUNDLE.claim_builders.items() if k in EXPERIMENTS.values()},
         printed_in="fedeba_plus",
         derive=derived,

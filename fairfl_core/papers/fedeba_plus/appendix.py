@@ -25,6 +25,7 @@ from fairfl_core import metrics
 from fairfl_core.experiments.config import ExperimentConfig
 from fairfl_core.experiments.profiles import Experiment, get_experiment
 from fairfl_core.experiments.store import RunStore, client_accuracy_key
+from fairfl_core.papers.fedeba_plus import TITLE
 from fairfl_core.papers.fedeba_plus.appendix_experiments import (
     FAA_LOCAL_STEPS,
     OURS,
@@ -354,7 +355,8 @@ def by_table(page: PaperRun, claims: pd.DataFrame) -> pd.DataFrame:
 BUNDLE = register_paper(
     Paper(
         "fedeba_plus_appendix",
-        (
+        title=TITLE,
+        experiments=(
             "fedeba_table9_mlp",
             "fedeba_table10_momentum",
             "fedeba_table11_fedvarp",

@@ -39,6 +39,7 @@ from fairfl_core import metrics
 from fairfl_core.algorithms.fedeba_plus import FedEBAPlusHyper
 from fairfl_core.experiments.profiles import Experiment, get_experiment
 from fairfl_core.experiments.store import RunStore
+from fairfl_core.papers.fedeba_plus import TITLE
 from fairfl_core.papers.fedeba_plus.experiments import FEDAVG_MATCHED, FEDEBA_MATCHED, NOT_IMPLEMENTED
 from fairfl_core.papers.fedeba_plus.figure1 import figure1_toy, toy_losses
 from fairfl_core.report.bundle import (
@@ -726,6 +727,7 @@ BUNDLE = register_paper(
     Paper(
         "fedeba_plus",
         tuple(TABLE1),
+        title=TITLE,
         claim_builders={
             "fedeba_table1_": table1_claims,
             "fedeba_table3_theta": theta_claims,

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from fairfl_core.experiments.profiles import Experiment, get_experiment
+from fairfl_core.papers.gifair_fl import TITLE
 from fairfl_core.papers.gifair_fl import experiments as gifair_fl
 from fairfl_core.report import stats
 from fairfl_core.report.bundle import PageClaims, PageTable, Paper, PaperRun, paper_scale, register_paper
@@ -984,7 +985,8 @@ def page_tables(page: PaperRun) -> dict[str, PageTable]:
 BUNDLE = register_paper(
     Paper(
         "gifair_fl",
-        (
+        title=TITLE,
+        experiments=(
             "gifair_table2_femnist_skewed",
             "gifair_table3_femnist_original",
             "gifair_table4_femnist_3groups",
@@ -1033,6 +1035,7 @@ LAMBDA_BUNDLE = register_paper(
     Paper(
         "gifair_fl_lambda",
         tuple(LAMBDA_EXPERIMENTS.values()),
+        title=TITLE,
         printed_in="gifair_fl",
         tables=lambda_tables,
         more_claims=lambda_claims_of,

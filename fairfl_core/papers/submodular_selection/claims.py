@@ -35,6 +35,7 @@ import pandas as pd
 
 from fairfl_core.experiments.profiles import Experiment, Method, get_experiment
 from fairfl_core.experiments.store import RunStore
+from fairfl_core.papers.submodular_selection import TITLE
 from fairfl_core.papers.submodular_selection import experiments as experiments
 from fairfl_core.report.bundle import PageTable, Paper, PaperRun, paper_rows, register_paper
 from fairfl_core.report.claims import NOT_CHECKED_OFFLINE, OBSERVATION, Claim, seed_outcome
@@ -623,7 +624,10 @@ def calibrate(
 BUNDLE = register_paper(
     Paper(
         "submodular_selection",
-        tuple(f"submodular_table{i}_{key}" for key in experiments.COLUMNS.values() for i in range(1, 5)),
+        title=TITLE,
+        experiments=tuple(
+            f"submodular_table{i}_{key}" for key in experiments.COLUMNS.values() for i in range(1, 5)
+        ),
         left_out={
             "quick": {
                 f"submodular_table{i}_{key}": "not run at quick (2 CPU cores): run at paper"
