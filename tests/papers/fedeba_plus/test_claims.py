@@ -368,7 +368,9 @@ def test_tables_3_15_16_claim_what_table_1_does_not_and_carry_controls():
     sensitivity = _claims("fedeba_table16_sensitivity")
     observed = {c.method for c in sensitivity if c.than == "FedAvg" and c.kind == "observation"}
     assert observed == {"FedEBA+ α=0.9, τ=0.1", "FedEBA+ α=0, τ=0.1"}  # Table 1's setting, Table 15's ①
-    assert {c.source for c in sensitivity if c.text.startswith("Fig. 5(a):")} == {rf.ALPHA}
+    fig5a = [c for c in sensitivity if c.text.startswith("Fig. 5(a):")]  # Table 15's ①+② vs ①: the same runs
+    assert len(fig5a) == 2 and {c.kind for c in fig5a} == {"observation"}
+    assert {c.source for c in fig5a} == {f"{OBSERVATION}: variant: {rf.FIG5A_SHARED}; paper: {rf.ALPHA}"}
     assert {c.source for c in sensitivity if c.text.startswith("Fig. 5(b):")} == {rf.TAU}
 
 
