@@ -277,7 +277,12 @@ class Paper:
         ``methods``: run only these method rows; ``overrides``: experiment → config overrides of its runs
         (e.g. a calibrated step size)."""
         names, skipped = self.planned(profile)
-        dropped = {n: why for n, why in (left_out or {}).items() if n in self.experiments}
+        unknown = sorted(set(left_out or {}) - set(self.experiments))
+        if unknown:
+            raise ValueError(
+                f"left_out: no experiment {unknown} in paper {self.name!r}: {list(self.experiments)}"
+            )
+        dropped = dict(left_out or {})
         names = [n for n in names if n not in dropped]
         configs = {
             name: experiment_configs(name, profile, seeds=seeds, overrides=(overrides or {}).get(name, ()))
@@ -296,43 +301,54 @@ class Paper:
             executor=executor,
             workers=workers,
         )
-        errors = {o.hash: (o.error or "failed").splitlines()[0] for o in outcomes if o.status == "failed"}
-        tolerated = errors if self.shows_failed_runs else {}  # else load_runs raises, naming them
+        page = self._read(
+            PaperRun(profile, seeds, configs, outcomes, {}, {}, {}, skipped | dropped, methods), results_dir
+        )
+        page = self._save_tables(page, output_dir)
+        checked = [n for n in self.experiments if n not in dropped]
+        return self._save_claims(page, checked, output_dir)
+
+    def _read(self, page: PaperRun, results_dir: str | Path) -> PaperRun:
+        """``page`` with its runs as loaded and as the paper reads them (:attr:`derive`) and the paper's
+        numbers they reproduce; a failed run stops the page (``load_runs`` names it) unless the page shows
+        failed runs (:attr:`shows_failed_runs`: ``page.failed``)."""
+        errors = {
+            o.hash: (o.error or "failed").splitlines()[0] for o in page.outcomes if o.status == "failed"
+        }
+        tolerated = errors if self.shows_failed_runs else {}
         failed = {
             n: {c.name: tolerated[config_hash(c)] for c in cs if config_hash(c) in tolerated}
-            for n, cs in configs.items()
+            for n, cs in page.configs.items()
         }
-        ok = {n: [c for c in cs if config_hash(c) not in tolerated] for n, cs in configs.items()}
-        loaded = {n: load_runs(results_dir, ok[n]) for n in names}
-        runs = {n: self.derive(n, loaded[n], profile) for n in names}
-        paper = {n: self.paper_numbers(get_experiment(n), runs[n]) for n in names}
-        page = PaperRun(
-            profile, seeds, configs, outcomes, loaded, runs, paper, skipped | dropped, methods, failed
-        )
+        ok = {n: [c for c in cs if config_hash(c) not in tolerated] for n, cs in page.configs.items()}
+        loaded = {n: load_runs(results_dir, cs) for n, cs in ok.items()}
+        runs = {n: self.derive(n, found, page.profile) for n, found in loaded.items()}
+        paper = {n: self.paper_numbers(get_experiment(n), found) for n, found in runs.items()}
+        return dataclasses.replace(page, loaded=loaded, runs=runs, paper=paper, failed=failed)
+
+    def _save_tables(self, page: PaperRun, output_dir: str | Path) -> PaperRun:
+        """Save the page's tables (:attr:`tables`, default :meth:`experiment_tables`) with their captions."""
         tables = (self.tables or self.experiment_tables)(page)
         for name, shown in tables.items():
-            title = caption(shown.title, list(shown.experiments), profile, seeds)
+            title = caption(shown.title, list(shown.experiments), page.profile, page.seeds)
             save_table(shown.table, output_dir, name, caption=title)
-        page = dataclasses.replace(page, tables={k: v.table for k, v in tables.items()})
-        checked = [n for n in self.experiments if n not in dropped]
-        checks = [self.check_run(page, name) for name in self.claimed(checked)]
-        found = [c for c in checks if not c.empty]
-        claim_tables: dict[str, PageClaims] = {}
+        return dataclasses.replace(page, tables={name: shown.table for name, shown in tables.items()})
+
+    def _save_claims(self, page: PaperRun, checked: list[str], output_dir: str | Path) -> PaperRun:
+        """Check the claims of the ``checked`` experiments (:meth:`check_run`) and save them with the page's
+        other claims tables (:attr:`more_claims`); each save decides every claims table of the page again,
+        so the page returns them as written last."""
+        found = [c for c in (self.check_run(page, name) for name in self.claimed(checked)) if not c.empty]
+        tables: dict[str, PageClaims] = {}
         if found:
             claims = self.annotate_claims(page, pd.concat(found, ignore_index=True))
             title = self.claims_title or f"{self.name}: claims"
-            claim_tables[self.claims_name] = PageClaims(claims, title, self.claims_decimals)
-        claim_tables |= self.more_claims(page) if self.more_claims else {}
-        for name, checked_table in claim_tables.items():
-            save_claims(
-                checked_table.table,
-                output_dir,
-                name,
-                caption=claims_caption(checked_table.title, profile),
-                decimals=checked_table.decimals,
-            )
-        # as written last, with the page's verdicts (each save decides every claims table of the page again)
-        saved = {name: pd.read_csv(Path(output_dir) / f"{name}.csv") for name in claim_tables}
+            tables[self.claims_name] = PageClaims(claims, title, self.claims_decimals)
+        tables |= self.more_claims(page) if self.more_claims else {}
+        for name, shown in tables.items():
+            title = claims_caption(shown.title, page.profile)
+            save_claims(shown.table, output_dir, name, caption=title, decimals=shown.decimals)
+        saved = {name: pd.read_csv(Path(output_dir) / f"{name}.csv") for name in tables}
         claims = saved.pop(self.claims_name, pd.DataFrame())
         return dataclasses.replace(page, claims=claims, more_claims=saved)
 

@@ -4,23 +4,29 @@ A README block between ``<!-- published: <csv path> -->`` and ``<!-- /published 
 that CSV (a :func:`fairfl_core.report.tables.results_table`, as published in ``published/<profile>/``) by
 :func:`compact_table`: one row per method, each metric's cell reading "reproduced (paper)". A block between
 ``<!-- claims -->`` and ``<!-- /claims -->`` is the main number over the published pages
-(:func:`fairfl_core.report.headline.markdown`). Run
-``python -m fairfl_core.report.readme`` after publishing to rewrite every block; the test suite checks that
-the README agrees with the CSVs it cites, so a hand edit or a stale copy fails.
+(:func:`fairfl_core.report.headline.markdown`). A block between ``<!-- readings -->`` and
+``<!-- /readings -->`` (``docs/readings.md``) lists every paper folder's ``readings.md`` by its heading
+(:func:`readings_index`). Run ``python -m fairfl_core.report.readme`` after publishing or adding a paper to
+rewrite every block of ``README.md`` and ``docs/readings.md``; the test suite checks that both agree with
+what they are generated from, so a hand edit or a stale copy fails.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["compact_table", "sync_readme"]
+__all__ = ["compact_table", "readings_index", "sync_readme"]
 
 _BLOCK = re.compile(r"(<!-- published: (?P<csv>\S+) -->\n)(?P<body>.*?)(<!-- /published -->)", re.DOTALL)
 _CLAIMS = re.compile(r"(<!-- claims -->\n)(?P<body>.*?)(<!-- /claims -->)", re.DOTALL)
+_READINGS = re.compile(r"(<!-- readings -->\n)(?P<body>.*?)(<!-- /readings -->)", re.DOTALL)
+PAPERS_DIR = Path(__file__).resolve().parents[1] / "papers"
+TARGETS = ("README.md", "docs/readings.md")  # the files ``python -m fairfl_core.report.readme`` rewrites
 _REPRODUCED = " reproduced"
 
 
@@ -54,6 +60,17 @@ def compact_table(csv: str | Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def readings_index(page: Path, papers: Path = PAPERS_DIR) -> str:
+    """A Markdown list of every paper folder's ``readings.md`` (its heading without "Readings: "), linked
+    relative to ``page``'s folder, in folder order."""
+    lines = []
+    for path in sorted(papers.glob("*/readings.md")):
+        heading = path.read_text().split("\n", 1)[0].removeprefix("# ").removeprefix("Readings: ")
+        link = Path(os.path.relpath(path.resolve(), page.resolve().parent)).as_posix()
+        lines.append(f"- [{heading}]({link})")
+    return "\n".join(lines) + "\n"
+
+
 def sync_readme(readme: str | Path, root: str | Path | None = None) -> tuple[str, list[str]]:
     """The README text with every published block regenerated (CSV paths relative to ``root``, by default
     the README's folder), and the CSV paths it used. Raises ``FileNotFoundError`` naming a missing CSV."""
@@ -78,14 +95,19 @@ def sync_readme(readme: str | Path, root: str | Path | None = None) -> tuple[str
         claims = markdown(base / "published")
         text = _CLAIMS.sub(lambda m: m.group(1) + claims + m.group(3), text)
         used.append("published/ (claims)")
+    if _READINGS.search(text):
+        index = readings_index(path)
+        text = _READINGS.sub(lambda m: m.group(1) + index + m.group(3), text)
+        used.append("fairfl_core/papers/*/readings.md")
     return text, used
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
-    try:
-        text, used = sync_readme(target)
-    except (FileNotFoundError, ValueError) as e:
-        sys.exit(f"readme: {e}")
-    target.write_text(text)
-    print(f"{target}: regenerated {len(used)} table(s) from {', '.join(used) or 'no CSV'}")
+    repo = Path(__file__).resolve().parents[2]
+    for target in [Path(a) for a in sys.argv[1:]] or [repo / t for t in TARGETS]:
+        try:
+            text, used = sync_readme(target, root=repo if len(sys.argv) == 1 else None)
+        except (FileNotFoundError, ValueError) as e:
+            sys.exit(f"readme: {e}")
+        target.write_text(text)
+        print(f"{target}: regenerated {len(used)} block(s) from {', '.join(used) or 'nothing'}")

@@ -3,7 +3,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fairfl_core.report.readme import compact_table, sync_readme
+from fairfl_core.report.readme import compact_table, readings_index, sync_readme
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -62,4 +62,23 @@ def test_the_readme_agrees_with_the_published_csvs_it_cites():
     assert used, "README.md cites no published table"
     assert text == (REPO / "README.md").read_text(), (
         "README.md is out of step with its published CSVs: run python -m fairfl_core.report.readme"
+    )
+
+
+def test_the_readings_index_lists_every_paper_folder_by_its_heading(tmp_path):
+    for name, heading in (("toy", "# Readings: Toy (a worked example)\n\ntext"), ("alpha", "# Alpha\n")):
+        (tmp_path / "papers" / name).mkdir(parents=True)
+        (tmp_path / "papers" / name / "readings.md").write_text(heading)
+    (tmp_path / "papers" / "bare").mkdir()  # a folder without readings is not listed
+    (tmp_path / "docs").mkdir()
+    assert readings_index(tmp_path / "docs" / "readings.md", tmp_path / "papers") == (
+        "- [Alpha](../papers/alpha/readings.md)\n- [Toy (a worked example)](../papers/toy/readings.md)\n"
+    )
+
+
+def test_docs_readings_indexes_every_paper_folder():
+    text, used = sync_readme(REPO / "docs" / "readings.md")
+    assert used == ["fairfl_core/papers/*/readings.md"]
+    assert text == (REPO / "docs" / "readings.md").read_text(), (
+        "docs/readings.md is out of step with the paper folders: run python -m fairfl_core.report.readme"
     )
