@@ -196,3 +196,9 @@ def test_paper_run_leaves_out_what_the_notebook_run_does_not_run(tmp_path):
     assert page.runs == {} and page.outcomes == [] and page.claims.empty
     assert page.skipped == {"quickstart": "not run (a parameter)"}
     assert not (tmp_path / "out" / "claims.csv").exists()
+
+
+def test_paper_run_names_an_experiment_it_cannot_leave_out(tmp_path):
+    with pytest.raises(ValueError, match=r"left_out: no experiment \['nope'\] in paper 'quickstart'"):
+        get_paper("quickstart").run("smoke", tmp_path, tmp_path, left_out={"nope": "not run (a parameter)"})
+    assert not list(tmp_path.iterdir())  # nothing ran
