@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
-from fairfl_core.algorithms.fedprox import FedProx, Proximal
+from fairfl_core.algorithms.fedavg import FedAvg
+from fairfl_core.algorithms.fedprox import Proximal, proximal_spec
 from fairfl_core.algorithms.hyper import Averaging, ServerPluginHyper
 from fairfl_core.algorithms.server_plugins import remember_rows
 from fairfl_core.selection.clustered import (
@@ -44,7 +45,7 @@ class ClusteredSamplingHyper(Proximal, ServerPluginHyper, Averaging):
 
 
 @register("clustered_sampling")
-class ClusteredSampling(FedProx):
+class ClusteredSampling(FedAvg):
     Hyper = ClusteredSamplingHyper
 
     def __init__(self, sim, hp):
@@ -63,7 +64,7 @@ class ClusteredSampling(FedProx):
         return cluster_distributions(labels, p, m, self.sim.rng(t, "clusters"))
 
     def configure(self, t: int) -> Plan:
-        return Plan(self.choose(t), self.prox_spec(t))
+        return Plan(self.choose(t), proximal_spec(self.sim, t, self.hp.mu, self.w))
 
     def choose(self, t: int) -> np.ndarray:
         """One client from each of this round's m distributions."""

@@ -51,8 +51,8 @@ import numpy as np
 import torch
 
 from fairfl_core.algorithms.base import Plan, RoundOutput, Update, Uploads, register
-from fairfl_core.algorithms.fedavg import averaged, select_clients
-from fairfl_core.algorithms.fedprox import FedProx, Proximal
+from fairfl_core.algorithms.fedavg import FedAvg, averaged, select_clients
+from fairfl_core.algorithms.fedprox import Proximal, proximal_spec
 from fairfl_core.algorithms.hyper import ClientSampling, ServerPluginHyper
 from fairfl_core.metrics import client_disagreement, cluster_nmi, sigma_acc
 from fairfl_core.selection.activation_clustering import (
@@ -115,7 +115,7 @@ def _finite(x: float) -> float | None:
 
 
 @register("equitable_fl")
-class EquitableFL(FedProx):
+class EquitableFL(FedAvg):
     Hyper = EquitableFLHyper
 
     def __init__(self, sim, hp):
@@ -138,7 +138,8 @@ class EquitableFL(FedProx):
 
     def configure(self, t: int) -> Plan:
         stats = () if self.statistic is None else (self.statistic,)
-        return Plan(select_clients(self.sim, t, self.hp), replace(self.prox_spec(t), statistics=stats))
+        spec = proximal_spec(self.sim, t, self.hp.mu, self.w)
+        return Plan(select_clients(self.sim, t, self.hp), replace(spec, statistics=stats))
 
     def activations(self, uploads: Uploads) -> torch.Tensor:
         """The uploading clients' activation vectors ``[r, D]`` (module docstring, ``reduction``)."""

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
-from fairfl_core.algorithms.fedavg import averaged
-from fairfl_core.algorithms.fedprox import FedProx, Proximal
+from fairfl_core.algorithms.fedavg import FedAvg, averaged, select_clients
+from fairfl_core.algorithms.fedprox import Proximal, proximal_spec
 from fairfl_core.algorithms.hyper import ClientSampling, ServerPluginHyper
 from fairfl_core.algorithms.server_plugins import remember_rows
 from fairfl_core.metrics.parity import true_positive_rates
@@ -110,12 +110,15 @@ class FairFedHyper(Proximal, ServerPluginHyper, ClientSampling):
 
 
 @register("fairfed")
-class FairFed(FedProx):
+class FairFed(FedAvg):
     Hyper = FairFedHyper
 
     def __init__(self, sim, hp):
         super().__init__(sim, hp)
         self.state["fair_weights"] = sim.train_sizes / sim.train_sizes.sum()
+
+    def configure(self, t: int) -> Plan:
+        return Plan(select_clients(self.sim, t, self.hp), proximal_spec(self.sim, t, self.hp.mu, self.w))
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         """The gaps at the received model (EOD gaps on data with a sensitive attribute, accuracy gaps

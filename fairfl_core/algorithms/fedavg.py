@@ -3,11 +3,16 @@
 w ← w + η_g Σ_k p_k (w_k − w), with p_k ∝ n_k over the clients whose upload arrives, or uniform
 (``weighting``). The three steps are pure helpers (``select_clients``, ``average_weights``, ``averaged``)
 that other algorithms reuse; the algorithm itself is the contract of ``base.py`` at its simplest.
+
+The server step (``server_update``) is w + η_g Δ on the pseudo-gradient Δ = Σ_k p_k (w_k − w), ``averaged``'s
+arithmetic. FedOpt (Reddi et al., ICLR 2021, Alg. 2) replaces it by an optimiser: an algorithm that sets
+``server_optimizer`` (``fedopt.py``: FedAdam, ...) keeps the optimiser's moments in ``state`` and steps
+with it.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import torch
@@ -16,6 +21,9 @@ from fairfl_core.algorithms.base import FederatedAlgorithm, Plan, Update, Upload
 from fairfl_core.algorithms.hyper import Averaging, ClientSampling, FedAvgHyper
 from fairfl_core.selection import sample_clients
 from fairfl_core.sim.transfer import to_device
+
+if TYPE_CHECKING:
+    from fairfl_core.algorithms.fedopt import ServerOptimizer
 
 __all__ = ["FedAvg", "FedAvgHyper", "average_weights", "averaged", "select_clients"]
 
@@ -46,10 +54,23 @@ def averaged(w: torch.Tensor, params: torch.Tensor, p: torch.Tensor, server_lr: 
 @register("fedavg")
 class FedAvg(FederatedAlgorithm):
     Hyper: ClassVar[type] = FedAvgHyper
+    server_optimizer: ClassVar[ServerOptimizer | None] = None
+
+    def __init__(self, sim, hp):
+        super().__init__(sim, hp)
+        if self.server_optimizer is not None:
+            self.state.update(self.server_optimizer.init_state(self.w, hp))
 
     def configure(self, t: int) -> Plan:
         return Plan(select_clients(self.sim, t, self.hp), self.sim.local_spec(t))
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         p = average_weights(self.sim, uploads.clients, self.hp, self.w)
-        return Update(averaged(self.w, uploads.params, p, self.hp.server_lr), p, self.hp.server_lr)
+        return Update(self.server_update(p @ (uploads.params - self.w)), p, self.hp.server_lr)
+
+    def server_update(self, delta: torch.Tensor) -> torch.Tensor:
+        """The new w from the pseudo-gradient Δ = ``delta`` [P]: w + η_g Δ, or the ``server_optimizer``'s step
+        (which updates its moments in ``self.state``)."""
+        if self.server_optimizer is None:
+            return self.w + self.hp.server_lr * delta
+        return self.server_optimizer.step(self.state, self.w, delta, self.hp)

@@ -17,21 +17,23 @@ instead uses v̂_t = max(v̂_{t−1}, v_t, ε) and w + η m_t / √v̂_t. All op
 
 **No bias correction** anywhere: Algorithm 2 and AFGA Eq. 2 have none (Flower's FedAdam and the FedCAMS
 code divide by 1 − β^t, which is not the papers' rule). ``tau`` is Reddi's τ and AFGA's ε.
+
+Each algorithm is FedAvg whose ``server_optimizer`` is a :class:`ServerOptimizer` holding its pure rule.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any
 
 import torch
 
-from fairfl_core.algorithms.base import Plan, Update, Uploads, register
-from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights
+from fairfl_core.algorithms.base import register
+from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper
 
 __all__ = [
-    "FedOpt",
+    "ServerOptimizer",
     "FedAdagrad",
     "FedAdam",
     "FedYogi",
@@ -198,62 +200,56 @@ class FedAMSGradHyper(FedAdamHyper):
             raise ValueError(f"variant must be one of {AMSGRAD_VARIANTS}, got {self.variant!r}")
 
 
-# -- algorithms -----------------------------------------------------------------------------------------
-class FedOpt(FedAvg):
-    """FedAvg whose server applies ``rule`` to the pseudo-gradient Δ_t = Σ_k p_k (w_k − w_t).
+# -- the part: a server optimiser on the pseudo-gradient -------------------------------------------------
+@dataclass(frozen=True)
+class ServerOptimizer:
+    """A server step ``rule`` on the pseudo-gradient Δ_t (Reddi et al. Alg. 2 lines 11-15), for
+    ``FedAvg.server_optimizer``.
 
-    ``moments`` names the rule's state tensors (kept in ``self.state`` so checkpoints resume exactly): m
-    starts at 0, the others at ``hp.v_init``. ``server_update(delta)`` is the reusable server step (AFGA
-    feeds it its own pseudo-gradient).
+    ``fields``: the Hyper fields the rule reads besides η = ``server_lr``; ``moments``: its state tensors,
+    kept in the algorithm's ``state`` under these names so checkpoints resume exactly (m starts at 0, the
+    others at ``hp.v_init``).
     """
 
-    rule: ClassVar[Callable[..., tuple[Tensor, ...]]]
-    rule_fields: ClassVar[tuple[str, ...]] = ("beta1", "beta2", "tau")
-    moments: ClassVar[tuple[str, ...]] = ("m", "v")
+    rule: Callable[..., tuple[Tensor, ...]]
+    fields: tuple[str, ...] = ("beta1", "beta2", "tau")
+    moments: tuple[str, ...] = ("m", "v")
 
-    def __init__(self, sim, hp):
-        super().__init__(sim, hp)
-        self.state["m"] = torch.zeros_like(self.w)
-        for name in self.moments[1:]:
-            self.state[name] = torch.full_like(self.w, hp.v_init)
+    def init_state(self, w: Tensor, hp: FedAdagradHyper) -> dict[str, Tensor]:
+        """m_{−1} = 0 and v_{−1} (and v̂) = ``hp.v_init``."""
+        return {k: torch.zeros_like(w) if k == "m" else torch.full_like(w, hp.v_init) for k in self.moments}
 
-    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
-        p = average_weights(self.sim, uploads.clients, self.hp, self.w)
-        return Update(self.server_update(p @ (uploads.params - self.w)), p, self.hp.server_lr)
-
-    def server_update(self, delta: Tensor) -> Tensor:
-        """One server step from the current w on pseudo-gradient ``delta`` [P]: updates the moments in
-        ``self.state`` and returns the new w (the caller stores it)."""
-        args = {name: getattr(self.hp, name) for name in self.rule_fields}
-        w, *moments = self.rule(
-            self.w, delta, *(self.state[k] for k in self.moments), lr=self.hp.server_lr, **args
-        )
-        self.state.update(zip(self.moments, moments, strict=True))
-        return w
+    def step(self, state: dict[str, Any], w: Tensor, delta: Tensor, hp: FedAdagradHyper) -> Tensor:
+        """One step from ``w`` on the pseudo-gradient ``delta`` [P]: updates the moments in ``state`` and
+        returns the new w."""
+        args = {name: getattr(hp, name) for name in self.fields}
+        new_w, *moments = self.rule(w, delta, *(state[k] for k in self.moments), lr=hp.server_lr, **args)
+        state.update(zip(self.moments, moments, strict=True))
+        return new_w
 
 
+# -- algorithms: FedAvg with a server optimiser ---------------------------------------------------------
 @register("fedadagrad")
-class FedAdagrad(FedOpt):
+class FedAdagrad(FedAvg):
     Hyper = FedAdagradHyper
-    rule = staticmethod(adagrad_server_step)
-    rule_fields = ("beta1", "tau")
+    server_optimizer = ServerOptimizer(adagrad_server_step, fields=("beta1", "tau"))
 
 
 @register("fedadam")
-class FedAdam(FedOpt):
+class FedAdam(FedAvg):
     Hyper = FedAdamHyper
-    rule = staticmethod(adam_server_step)
+    server_optimizer = ServerOptimizer(adam_server_step)
 
 
 @register("fedyogi")
-class FedYogi(FedOpt):
+class FedYogi(FedAvg):
     Hyper = FedYogiHyper
-    rule = staticmethod(yogi_server_step)
+    server_optimizer = ServerOptimizer(yogi_server_step)
 
 
 @register("fedamsgrad")
-class FedAMSGrad(FedOpt):
+class FedAMSGrad(FedAvg):
     Hyper = FedAMSGradHyper
-    rule = staticmethod(amsgrad_server_step)
-    rule_fields = ("beta1", "beta2", "tau", "variant")
-    moments = ("m", "v", "v_hat")
+    server_optimizer = ServerOptimizer(
+        amsgrad_server_step, fields=("beta1", "beta2", "tau", "variant"), moments=("m", "v", "v_hat")
+    )

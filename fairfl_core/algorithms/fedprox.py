@@ -38,9 +38,5 @@ def proximal_spec(sim, t: int, mu: float, w) -> LocalSpec:
 class FedProx(FedAvg):
     Hyper: ClassVar[type] = FedProxHyper
 
-    def prox_spec(self, t: int) -> LocalSpec:
-        """Round t's local step with the proximal term towards the received model."""
-        return proximal_spec(self.sim, t, self.hp.mu, self.w)
-
     def configure(self, t: int) -> Plan:
-        return Plan(select_clients(self.sim, t, self.hp), self.prox_spec(t))
+        return Plan(select_clients(self.sim, t, self.hp), proximal_spec(self.sim, t, self.hp.mu, self.w))

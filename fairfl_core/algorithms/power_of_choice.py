@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairfl_core.algorithms.base import Plan, register
-from fairfl_core.algorithms.fedprox import FedProx, Proximal
+from fairfl_core.algorithms.fedavg import FedAvg
+from fairfl_core.algorithms.fedprox import Proximal, proximal_spec
 from fairfl_core.algorithms.hyper import SAMPLING, Averaging, ServerPluginHyper
 from fairfl_core.selection import sample_clients
 from fairfl_core.selection.power_of_choice import default_candidates, highest_loss_clients
@@ -45,7 +46,7 @@ class PowerOfChoiceHyper(Proximal, ServerPluginHyper, Averaging):
 
 
 @register("power_of_choice")
-class PowerOfChoice(FedProx):
+class PowerOfChoice(FedAvg):
     Hyper = PowerOfChoiceHyper
 
     def __init__(self, sim, hp):
@@ -63,7 +64,7 @@ class PowerOfChoice(FedProx):
         return default_candidates(self.sim.num_clients, self.sim.train.clients_per_round)
 
     def configure(self, t: int) -> Plan:
-        return Plan(self.choose(t), self.prox_spec(t))
+        return Plan(self.choose(t), proximal_spec(self.sim, t, self.hp.mu, self.w))
 
     def choose(self, t: int) -> np.ndarray:
         """The m highest-loss clients of d candidates."""

@@ -6,6 +6,9 @@ import torch
 
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.algorithms.fedopt import (
+    FedAdamHyper,
+    FedAMSGradHyper,
+    ServerOptimizer,
     adagrad_server_step,
     adam_server_step,
     amsgrad_server_step,
@@ -116,6 +119,30 @@ def test_amsgrad_max_stabilization_by_hand():
     )
     assert_close(v, t(0.04, 0.765625), **by_hand(1), what="v")
     assert_close(v_hat, t(0.09, 0.765625), **by_hand(1), what="v̂")
+    assert_close(w, t(2 / 3, -1), **by_hand(1), what="w")
+
+
+def test_server_optimizer_keeps_its_moments_in_the_state_by_hand():
+    # FedAdam's part, η = 1, β1 = 0.5, β2 = 0.75, τ = 0.5, v_{−1} = τ² = 0.25, w = [1, −2], Δ = [2, −4]:
+    # m = 0.5Δ = [1, −2]; v = 0.75 · 0.25 + 0.25Δ² = [1.1875, 4.1875]; w + m/(√v + τ)
+    adam = ServerOptimizer(adam_server_step)
+    hp = FedAdamHyper(server_lr=1.0, beta1=0.5, beta2=0.75, tau=0.5)
+    state = {"w": t(1, -2), **adam.init_state(t(1, -2), hp)}
+    assert torch.equal(state["m"], t(0, 0)) and torch.equal(state["v"], t(0.25, 0.25))  # 0.5² is exact
+    w = adam.step(state, state["w"], t(2, -4), hp)
+    assert_close(state["m"], t(1, -2), **by_hand(1), what="m")
+    assert_close(state["v"], t(1.1875, 4.1875), **by_hand(1), what="v")
+    expected = t(1 + 1 / (math.sqrt(1.1875) + 0.5), -2 - 2 / (math.sqrt(4.1875) + 0.5))
+    assert_close(w, expected, **by_hand(1), what="w")
+    assert torch.equal(state["w"], t(1, -2))  # the caller stores w
+    # FedAMSGrad's part: three moments, all 0 at AFGA's v_0 = 0, and ``variant`` read from the Hyper; the
+    # numbers of test_amsgrad_max_stabilization_by_hand: v̂ = max(0, v, ε) = [0.09, 0.765625], w = [2/3, −1]
+    ams = ServerOptimizer(amsgrad_server_step, ("beta1", "beta2", "tau", "variant"), ("m", "v", "v_hat"))
+    hp = FedAMSGradHyper(server_lr=1.0, beta1=0.5, beta2=0.75, tau=0.09, variant="max_stabilization")
+    state = ams.init_state(t(0, 0), hp)
+    assert list(state) == ["m", "v", "v_hat"] and all(torch.equal(x, t(0, 0)) for x in state.values())
+    w = ams.step(state, t(0, 0), t(0.4, -1.75), hp)
+    assert_close(state["v_hat"], t(0.09, 0.765625), **by_hand(1), what="v̂")
     assert_close(w, t(2 / 3, -1), **by_hand(1), what="w")
 
 
