@@ -19,8 +19,8 @@ minibatch loss of its local steps);
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -29,6 +29,7 @@ from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights
 
 __all__ = [
+    "EBAWeighting",
     "FedEBA",
     "FedEBAHyper",
     "TAU_SCHEDULES",
@@ -96,22 +97,27 @@ def weights_entropy(p: torch.Tensor) -> float:
     return float(torch.special.entr(p).sum())
 
 
-@register("fedeba")
-class FedEBA(FedAvg):
-    Hyper = FedEBAHyper
+class EBAWeighting:
+    """The EBA weighting that FedEBA, FedEBA+ and Prac-FedEBA+ compose (§4.1): τ_t (Remark M.1), the prior q
+    (Eq. 22), the weights p of given losses (Eq. 4), and the round's weights of the post-training losses
+    (Alg. 1 line 15) with their diagnostics. Stateless: it reads ``sim`` and the ``FedEBAHyper`` fields."""
+
+    def __init__(self, sim, hp: FedEBAHyper):
+        self.sim, self.hp = sim, hp
 
     def tau(self, t: int) -> float:
         return annealed_tau(self.hp.tau, t, self.hp.tau_schedule, self.hp.tau_kappa)
 
-    def prior(self, clients: np.ndarray) -> torch.Tensor:
-        """q over the clients: FedAvg's weights (uniform, or ∝ n_i with ``weighting="size"``)."""
-        return average_weights(self.sim, clients, self.hp, self.w)
+    def prior(self, clients: np.ndarray, w: torch.Tensor) -> torch.Tensor:
+        """q over the clients: FedAvg's weights (uniform, or ∝ n_i with ``weighting="size"``), in ``w``'s
+        dtype and device."""
+        return average_weights(self.sim, clients, self.hp, w)
 
-    def eba(self, t: int, clients: np.ndarray, losses: torch.Tensor) -> torch.Tensor:
+    def weights(self, t: int, clients: np.ndarray, losses: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         """Aggregation weights of round t from the clients' losses (Eq. 4); q without ``entropy_weights``."""
         if not self.hp.entropy_weights:
-            return self.prior(clients)
-        return eba_weights(losses, self.tau(t), self.prior(clients))
+            return self.prior(clients, w)
+        return eba_weights(losses, self.tau(t), self.prior(clients, w))
 
     def post_losses(self, uploads: Uploads) -> torch.Tensor:
         """F_i(x^i_{t,K}): each client's loss at its trained model (``loss_eval``)."""
@@ -119,19 +125,33 @@ class FedEBA(FedAvg):
             return self.sim.engine.losses(uploads.params, uploads.clients, "train")[0]
         return uploads.result.train_loss
 
-    def eba_update(self, t: int, uploads: Uploads, step: Callable | None = None) -> Update:
-        """x_t + η Δ_t with the EBA weights p of the post-training losses; Δ_t = Σ p_i Δ_i unless ``step``
-        is given as a function of p (the alignment updates of FedEBA+)."""
+    def round_weights(self, t: int, uploads: Uploads, w: torch.Tensor) -> tuple[torch.Tensor, dict[str, Any]]:
+        """p of the post-training losses over the uploads (Alg. 1 line 15), and its diagnostics."""
         post = self.post_losses(uploads)
-        p = self.eba(t, uploads.clients, post)
-        delta = p @ (uploads.params - self.w) if step is None else step(p)
+        p = self.weights(t, uploads.clients, post, w)
         diagnostics = {
             "tau": self.tau(t),
             "weights_entropy": weights_entropy(p),
             "weight_max": float(p.max()),
             "post_loss_max": float(post.max()),
         }
-        return Update(self.w + self.hp.server_lr * delta, p, self.hp.server_lr, diagnostics)
+        return p, diagnostics
+
+    def update(self, w: torch.Tensor, delta: torch.Tensor, p: torch.Tensor, diagnostics: dict) -> Update:
+        """x_{t+1} = x_t + η Δ_t (Alg. 1 line 25), recording the weights p it aggregated with."""
+        return Update(w + self.hp.server_lr * delta, p, self.hp.server_lr, diagnostics)
+
+
+@register("fedeba")
+class FedEBA(FedAvg):
+    """FedAvg's round with the EBA weights p of the post-training losses: Δ_t = Σ_i p_i Δ_i."""
+
+    Hyper = FedEBAHyper
+
+    def __init__(self, sim, hp: FedEBAHyper):
+        super().__init__(sim, hp)
+        self.eba = EBAWeighting(sim, hp)
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
-        return self.eba_update(t, uploads)
+        p, diagnostics = self.eba.round_weights(t, uploads, self.w)
+        return self.eba.update(self.w, p @ (uploads.params - self.w), p, diagnostics)

@@ -55,25 +55,29 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
-from fairfl_core.algorithms.fedavg import select_clients
-from fairfl_core.algorithms.fedeba import FedEBA, FedEBAHyper
+from fairfl_core.algorithms.fedavg import FedAvg, select_clients
+from fairfl_core.algorithms.fedeba import EBAWeighting, FedEBAHyper
 from fairfl_core.algorithms.hyper import Hyper
 from fairfl_core.metrics import extra_communication_fraction
 from fairfl_core.sim.batches import steps_per_client
 
 __all__ = [
-    "Aligner",
     "Alignment",
+    "AlignmentPlan",
     "FedEBAPlus",
     "FedEBAPlusHyper",
     "PracFedEBAPlus",
     "PracFedEBAPlusHyper",
+    "alignment_diagnostics",
     "fair_angle",
+    "fair_angle_test",
+    "local_steps",
     "model_alignment_update",
     "prac_fair_update",
 ]
@@ -166,52 +170,44 @@ class AlignmentPlan:
     one_step: torch.Tensor | None = None
 
 
-class Aligner:
-    """What FedEBA+ and Prac-FedEBA+ share, composed into each: the fair-angle test, the clients' local steps
-    K_i and the update with the alignment diagnostics and the count of extra exchanges (kept in the
-    algorithm's ``state``)."""
+def fair_angle_test(losses: torch.Tensor, hp: Alignment) -> AlignmentPlan:
+    """φ_t of the losses and the branch it selects (Alg. 1 line 7): gradient alignment iff φ_t > θ; α = 0
+    aligns nothing (FedEBA)."""
+    angle = fair_angle(losses)
+    branch = "none" if hp.alpha == 0 else ("gradient" if angle > hp.theta else "model")
+    return AlignmentPlan(losses, angle, branch)
 
-    def __init__(self, algorithm: FedEBA, extra_exchange: bool):
-        self.algorithm, self.extra_exchange = algorithm, extra_exchange  # a gradient round costs an exchange
-        algorithm.state["extra_comms"] = 0
 
-    def fair_angle_test(self, losses: torch.Tensor) -> AlignmentPlan:
-        """φ_t and the branch it selects; α = 0 aligns nothing (FedEBA)."""
-        angle = fair_angle(losses)
-        alpha, theta = self.algorithm.hp.alpha, self.algorithm.hp.theta
-        branch = "none" if alpha == 0 else ("gradient" if angle > theta else "model")
-        return AlignmentPlan(losses, angle, branch)
+def local_steps(sim, t: int, clients: np.ndarray) -> torch.Tensor:
+    """K_i: the local steps scheduled for each client in round t (equal in steps mode)."""
+    spec = sim.local_spec(t)
+    counts = sim.engine.counts("train")[clients]
+    return torch.as_tensor(steps_per_client(counts, spec.batch_size, spec.steps, spec.epochs))
 
-    def local_steps(self, t: int, clients: np.ndarray) -> torch.Tensor:
-        """K_i: local steps of each client this round (equal in steps mode)."""
-        sim = self.algorithm.sim
-        spec = sim.local_spec(t)
-        counts = sim.engine.counts("train")[clients]
-        return torch.as_tensor(steps_per_client(counts, spec.batch_size, spec.steps, spec.epochs))
 
-    def update(self, t: int, uploads: Uploads, plan: AlignmentPlan, step) -> Update:
-        """FedEBA's update with Δ_t = ``step(p)``, the alignment diagnostics and the extra-exchange count."""
-        state = self.algorithm.state
-        if self.extra_exchange and plan.branch == "gradient":
-            state["extra_comms"] = state["extra_comms"] + 1
-        update = self.algorithm.eba_update(t, uploads, step)
-        extra = int(state["extra_comms"])
-        update.diagnostics.update(
-            fair_angle=plan.fair_angle,
-            branch=plan.branch,
-            extra_comms=extra,
-            extra_cost=extra_communication_fraction(extra, t + 1),
-        )
-        return update
+def alignment_diagnostics(t: int, plan: AlignmentPlan, extra_comms) -> dict[str, Any]:
+    """The round's ``fair_angle``, ``branch``, ``extra_comms`` (the state's count of extra exchanges) and
+    ``extra_cost`` = extra / (rounds + extra) (Table 3)."""
+    extra = int(extra_comms)
+    return {
+        "fair_angle": plan.fair_angle,
+        "branch": plan.branch,
+        "extra_comms": extra,
+        "extra_cost": extra_communication_fraction(extra, t + 1),
+    }
 
 
 @register("fedeba+")
-class FedEBAPlus(FedEBA):
+class FedEBAPlus(FedAvg):
+    """Alg. 1: the EBA weighting (``fedeba.py``) with the alignment chosen by the fair-angle test. State:
+    ``extra_comms``, the count of gradient-alignment rounds (each one extra exchange, Eqs. 10–11)."""
+
     Hyper = FedEBAPlusHyper
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim, hp: FedEBAPlusHyper):
         super().__init__(sim, hp)
-        self.align = Aligner(self, extra_exchange=True)
+        self.eba = EBAWeighting(sim, hp)
+        self.state["extra_comms"] = 0
 
     def one_step_gradients(self, t: int, clients: np.ndarray) -> torch.Tensor:
         """∇F_i(x_t) ``[K, P]``: one minibatch step at lr 1 (``fair_grad="minibatch"``) or the full split."""
@@ -225,65 +221,63 @@ class FedEBAPlus(FedEBA):
         """Alg. 1 lines 6–11: the test on the received model's losses, then g̃ mixed into every local step
         (gradient alignment) or the one-step updates Δ̃^a kept for the server (model alignment)."""
         clients = select_clients(self.sim, t, self.hp)
-        notes = self.align.fair_angle_test(self.sim.engine.losses(self.w, clients, "train")[0])
+        notes = fair_angle_test(self.sim.engine.losses(self.w, clients, "train")[0], self.hp)
         spec = self.sim.local_spec(t)
         if notes.branch == "gradient":
-            fair = self.eba(t, clients, notes.pre_losses) @ self.one_step_gradients(t, clients)
+            fair = self.eba.weights(t, clients, notes.pre_losses, self.w) @ self.one_step_gradients(
+                t, clients
+            )
             if self.hp.fair_grad_units == "update":
                 fair = self.sim.lr(t) * fair  # Σ p̃_i (x_t − x^i_{t,1})
             spec = self.sim.local_spec(t, mix_alpha=self.hp.alpha, mix_vector=fair)
         elif notes.branch == "model":
             one_step = -self.sim.lr(t) * self.one_step_gradients(t, clients)
             if self.hp.model_align_scale == "local_steps":
-                one_step = one_step * self.align.local_steps(t, clients).to(one_step)[:, None]
+                one_step = one_step * local_steps(self.sim, t, clients).to(one_step)[:, None]
             notes.one_step = one_step
         return Plan(clients, spec, notes=notes)
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        """Alg. 1 line 15 (Δ_t = Σ_i p_i Δ_i after gradient alignment) or line 23 (Eqs. 8–9), then line 25."""
         notes, deltas = plan.notes, uploads.params - self.w
+        if notes.branch == "gradient":
+            self.state["extra_comms"] = self.state["extra_comms"] + 1
+        p, diagnostics = self.eba.round_weights(t, uploads, self.w)
         if notes.branch == "model":
-            one_step, q = uploads.kept(notes.one_step), self.prior(uploads.clients)
-
-            def step(p):
-                return model_alignment_update(deltas, p, one_step, q, self.hp.alpha)
-
+            one_step, q = uploads.kept(notes.one_step), self.eba.prior(uploads.clients, self.w)
+            delta = model_alignment_update(deltas, p, one_step, q, self.hp.alpha)
         else:
-
-            def step(p):
-                return p @ deltas
-
-        return self.align.update(t, uploads, notes, step)
+            delta = p @ deltas
+        diagnostics.update(alignment_diagnostics(t, notes, self.state["extra_comms"]))
+        return self.eba.update(self.w, delta, p, diagnostics)
 
 
 @register("prac_fedeba+")
-class PracFedEBAPlus(FedEBA):
+class PracFedEBAPlus(FedAvg):
+    """Alg. 3: FedAvg's local training, the EBA weighting (``fedeba.py``) and the alignment of the current
+    round's updates. State: ``extra_comms``, always 0 (no extra exchange), as FedEBA+ reports it."""
+
     Hyper = PracFedEBAPlusHyper
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim, hp: PracFedEBAPlusHyper):
         super().__init__(sim, hp)
-        self.align = Aligner(self, extra_exchange=False)
+        self.eba = EBAWeighting(sim, hp)
+        self.state["extra_comms"] = 0
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         """The losses of the received model are uploaded with the update, so the fair-angle test, p̃ and p
         run over the clients whose upload arrives, with the local steps each completed."""
         clients, deltas = uploads.clients, uploads.params - self.w
-        notes = self.align.fair_angle_test(self.sim.engine.losses(self.w, clients, "train")[0])
+        notes = fair_angle_test(self.sim.engine.losses(self.w, clients, "train")[0], self.hp)
         steps = torch.as_tensor(uploads.steps).to(deltas)
+        p, diagnostics = self.eba.round_weights(t, uploads, self.w)
         if notes.branch == "gradient":
-            p_tilde = self.eba(t, clients, notes.pre_losses)
-
-            def step(p):
-                return prac_fair_update(deltas, p, p_tilde, self.hp.alpha, steps)
-
+            p_tilde = self.eba.weights(t, clients, notes.pre_losses, self.w)
+            delta = prac_fair_update(deltas, p, p_tilde, self.hp.alpha, steps)
         elif notes.branch == "model":
-            q = self.prior(clients)
-
-            def step(p):
-                return model_alignment_update(deltas, p, deltas / steps[:, None], q, self.hp.alpha)
-
+            q = self.eba.prior(clients, self.w)
+            delta = model_alignment_update(deltas, p, deltas / steps[:, None], q, self.hp.alpha)
         else:
-
-            def step(p):
-                return p @ deltas
-
-        return self.align.update(t, uploads, notes, step)
+            delta = p @ deltas
+        diagnostics.update(alignment_diagnostics(t, notes, self.state["extra_comms"]))
+        return self.eba.update(self.w, delta, p, diagnostics)

@@ -1,14 +1,20 @@
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from fairfl_core.algorithms import build_algorithm
+from fairfl_core.algorithms.base import Uploads
 from fairfl_core.algorithms.fedeba import (
+    EBAWeighting,
+    FedEBAHyper,
     annealed_tau,
     eba_weights,
     weights_entropy,
 )
+from fairfl_core.sim.faults import RoundFaults
+from fairfl_core.sim.local import LocalResult
 from tests.algorithms.conftest import run_rounds, tiny_sim
 from tests.rounding import assert_close, reduction_tolerance
 
@@ -72,6 +78,46 @@ def test_entropies_by_hand():
     # −Σ p log p: the logarithms and the sum of 4 terms
     assert_close(weights_entropy(torch.full((4,), 0.25, dtype=D)), math.log(4), terms=4, depth=2)
     assert weights_entropy(torch.tensor([1.0, 0.0, 0.0], dtype=D)) == 0.0
+
+
+def test_eba_weighting_by_hand():
+    # tiny_sim's clients 1 and 5 hold 12 and 32 samples: the size prior q = [3/11, 8/11] (Eq. 22); their
+    # last-epoch losses F = [2, 1]; τ_1 = 2 / (1 + 1·1) = 1 (linear annealing, κ = 1)
+    hp = FedEBAHyper(
+        weighting="size",
+        tau=2.0,
+        tau_schedule="linear",
+        tau_kappa=1.0,
+        loss_eval="last_epoch_avg",
+        server_lr=0.5,
+    )
+    eba, w, clients = EBAWeighting(tiny_sim(), hp), torch.tensor([1.0, 1.0], dtype=D), np.array([1, 5])
+    uploads = Uploads(
+        clients,
+        LocalResult(torch.zeros(2, 2, dtype=D), torch.tensor([2.0, 1.0], dtype=D)),
+        np.array([3, 3]),
+        RoundFaults.none(clients),
+    )
+    assert eba.tau(1) == 1.0
+    # n_i / Σ n: one sum of 2 and the division
+    assert_close(eba.prior(clients, w), torch.tensor([3 / 11, 8 / 11], dtype=D), terms=2, depth=1)
+    # p ∝ q e^F = [3e²/11, 8e/11] → [3e, 8] / (3e + 8); log q added to the logits (one more rounding)
+    p, diagnostics = eba.round_weights(1, uploads, w)
+    expected = torch.tensor([3 * E / (3 * E + 8), 8 / (3 * E + 8)], dtype=D)
+    assert_close(p, expected, **BY_HAND)
+    assert list(diagnostics) == ["tau", "weights_entropy", "weight_max", "post_loss_max"]
+    assert diagnostics["tau"] == 1.0 and diagnostics["post_loss_max"] == 2.0
+    assert_close(diagnostics["weight_max"], 3 * E / (3 * E + 8), **BY_HAND)
+    # −Σ p log p: p's roundings (depth 3) times dH/dp_i = −(log p_i + 1), then the logs and the sum of 2
+    entropy = -float((expected * expected.log()).sum())
+    assert_close(diagnostics["weights_entropy"], entropy, terms=2, depth=3 + 2, scale=1 + entropy)
+    # x_t + η Δ_t = [1, 1] + ½ [2, −4]: exact
+    update = eba.update(w, torch.tensor([2.0, -4.0], dtype=D), p, diagnostics)
+    assert torch.equal(update.w, torch.tensor([2.0, -1.0], dtype=D))
+    assert update.weights is p and update.server_lr == 0.5 and update.diagnostics is diagnostics
+    # without entropy_weights the weights are q whatever the losses (FedAvg+②)
+    flat = EBAWeighting(tiny_sim(), FedEBAHyper(weighting="size", entropy_weights=False))
+    assert torch.equal(flat.weights(0, clients, torch.tensor([9.0, 0.0], dtype=D), w), flat.prior(clients, w))
 
 
 def weights_scale(w0: torch.Tensor, local: torch.Tensor, losses: torch.Tensor, tau: float) -> float:

@@ -7,7 +7,11 @@ import torch
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.algorithms.fedavg import select_clients
 from fairfl_core.algorithms.fedeba_plus import (
+    Alignment,
+    alignment_diagnostics,
     fair_angle,
+    fair_angle_test,
+    local_steps,
     model_alignment_update,
     prac_fair_update,
 )
@@ -75,6 +79,35 @@ def test_fair_angle_is_the_arccos_of_alg1_and_its_tangent_the_coefficient_of_var
     # the tolerance of 0.01° is theirs, not rounding)
     for theta, cv in [(15, 0.2679), (30, 0.5774), (45, 1.0)]:
         assert fair_angle([1 - cv, 1 + cv]) == pytest.approx(theta, abs=0.01)
+
+
+def test_fair_angle_test_and_alignment_diagnostics_by_hand():
+    losses = t64([1.0, 0.0])  # φ = 45° (cos = 1 / √2)
+    plan = fair_angle_test(losses, Alignment(alpha=0.5, theta=40.0))
+    assert plan.branch == "gradient" and plan.pre_losses is losses and plan.one_step is None
+    assert plan.fair_angle == fair_angle(losses)
+    assert fair_angle_test(losses, Alignment(alpha=0.5, theta=50.0)).branch == "model"
+    assert fair_angle_test(losses, Alignment(alpha=0.0, theta=0.0)).branch == "none"  # α = 0: FedEBA
+    # round t = 3 (4 rounds) with 2 extra exchanges: f = 2/4, cost f / (1 + f) = 1/3 (Table 3)
+    diagnostics = alignment_diagnostics(3, plan, 2)
+    assert list(diagnostics) == ["fair_angle", "branch", "extra_comms", "extra_cost"]
+    assert diagnostics["branch"] == "gradient" and diagnostics["extra_comms"] == 2
+    assert_close(diagnostics["extra_cost"], 1 / 3, terms=1, depth=2)
+
+
+def test_local_steps_by_hand():
+    # tiny_sim's clients 0 and 1 hold 7 and 12 samples, batches of 4
+    assert local_steps(tiny_sim(), 0, np.array([0, 1])).tolist() == [3, 3]  # K = 3 local steps each
+    epochs = tiny_sim(local_steps=None, local_epochs=2)
+    assert local_steps(epochs, 0, np.array([0, 1])).tolist() == [4, 6]  # 2 epochs of ⌈7/4⌉, ⌈12/4⌉
+
+
+@pytest.mark.parametrize("name", ["fedeba+", "prac_fedeba+"])
+def test_the_extra_exchange_count_is_the_only_state_beyond_the_model(name):
+    algo = build_algorithm(name, tiny_sim(), {"theta": 0.0})
+    assert list(algo.state) == ["w", "extra_comms"] and algo.state["extra_comms"] == 0
+    run_rounds(algo, 2)
+    assert algo.state_dict()["extra_comms"] == (2 if name == "fedeba+" else 0)
 
 
 def test_model_alignment_update_by_hand():
