@@ -1,5 +1,7 @@
 """GIFAIR-FL-Global (Yue, Nouiehed & Al Kontar, "GIFAIR-FL: A Framework for Group and Individual Fairness in
-Federated Learning", Algorithm 2), and the group-fairness math GIFAIR-FL-Per (``gifair_per.py``) shares.
+Federated Learning", Algorithm 2), and its group penalty as a part (``GroupPenalty``: the math, the groups and
+the server's loss cache) that GIFAIR-FL-Per (``gifair_per.py``) and GIFAIR-FL-Global-Prox
+(``gifair_global_prox.py``) compose as well.
 
 Objective (Eq. 1): H(θ) = Σ_k p_k F_k(θ) + λ Σ_{i<j} |L_i(θ) − L_j(θ)|, with L_i the *unweighted* mean loss of
 the clients A_i of group i. Lemma 1 (Eq. 2–3) rewrites it as a loss-dependent re-weighting of FedAvg::
@@ -41,6 +43,7 @@ scales by K/|survivors|.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -54,6 +57,7 @@ from fairfl_core.sim.transfer import to_device
 __all__ = [
     "GIFAIRGlobal",
     "GIFAIRHyper",
+    "GroupPenalty",
     "fairness_objective",
     "gradient_scale",
     "group_ids",
@@ -163,17 +167,17 @@ def fairness_objective(p: np.ndarray, groups: np.ndarray, client_losses: np.ndar
     return float(p @ client_losses + lam * rank_signs(losses) @ losses)
 
 
-# -- the algorithm ----------------------------------------------------------------------------------------
-def _losses_at_local_models(algo, clients: np.ndarray, result: LocalResult) -> torch.Tensor:
-    return algo.sim.engine.losses(result.params, clients, "train")[0]
+# -- the group penalty (a part the GIFAIR algorithms compose) ----------------------------------------------
+def _losses_at_local_models(sim, w: torch.Tensor, clients: np.ndarray, result: LocalResult) -> torch.Tensor:
+    return sim.engine.losses(result.params, clients, "train")[0]
 
 
-def _minibatch_losses(algo, clients: np.ndarray, result: LocalResult) -> torch.Tensor:
+def _minibatch_losses(sim, w: torch.Tensor, clients: np.ndarray, result: LocalResult) -> torch.Tensor:
     return result.train_loss
 
 
-def _losses_at_new_global(algo, clients: np.ndarray, result: LocalResult) -> torch.Tensor:
-    return algo.sim.engine.losses(algo.w, clients, "train")[0]
+def _losses_at_new_global(sim, w: torch.Tensor, clients: np.ndarray, result: LocalResult) -> torch.Tensor:
+    return sim.engine.losses(w, clients, "train")[0]
 
 
 LOSS_SOURCES = {
@@ -182,8 +186,8 @@ LOSS_SOURCES = {
     "global": _losses_at_new_global,
 }
 INIT_LOSSES = {
-    "evaluate": lambda algo: algo.sim.engine.losses(algo.w, None, "train")[0].double().cpu().numpy(),
-    "zero": lambda algo: np.zeros(algo.sim.num_clients),
+    "evaluate": lambda sim, w: sim.engine.losses(w, None, "train")[0].double().cpu().numpy(),
+    "zero": lambda sim, w: np.zeros(sim.num_clients),
 }
 
 
@@ -219,12 +223,16 @@ class GIFAIRHyper(FedAvgHyper):
             )
 
 
-@register("gifair_global")
-class GIFAIRGlobal(FedAvg):
-    Hyper = GIFAIRHyper
+class GroupPenalty:
+    """The group penalty λ Σ_{i<j} |L_i − L_j| as Lemma 1's re-weighting of the local objective, for an
+    algorithm to compose: the clients' groups s_k (``hp.groups``), p_k, λ_max and λ, and the server's loss
+    cache in the algorithm's checkpointed ``state`` under ``"losses"`` (``[N]`` float64, one F_k per client).
 
-    def __init__(self, sim, hp):
-        super().__init__(sim, hp)
+    ``grad_scale`` gives the scales s_k sent before local training (from the cache, Remark 4), ``refresh``
+    the cache after the server step from what the uploading clients report (``hp.loss_source``), and
+    ``unbiased_update`` Remark 2's aggregate (module docstring)."""
+
+    def __init__(self, sim, hp: GIFAIRHyper):
         if hp.groups == "sensitive":
             if sim.data.sensitive is None:
                 raise ValueError(
@@ -238,45 +246,80 @@ class GIFAIRGlobal(FedAvg):
         self.p = sim.train_sizes / sim.train_sizes.sum()
         self.lam_max = lambda_max(self.p, self.groups)
         self.lam = hp.lam_frac * self.lam_max
-        self.state["losses"] = INIT_LOSSES[hp.init_losses](self)
+        self.init_losses, self.loss_source = hp.init_losses, hp.loss_source
+
+    def init_state(self, sim, w: torch.Tensor) -> dict[str, np.ndarray]:
+        """The initial cache: F_k(θ⁰) on every client's training set, or zeros (``init_losses``)."""
+        return {"losses": INIT_LOSSES[self.init_losses](sim, w)}
+
+    def scales(self, state: dict[str, Any], clients: np.ndarray) -> np.ndarray:
+        """The scales 1 + λ r_k / (p_k |A_{s_k}|) of ``clients`` from the current loss cache."""
+        return gradient_scale(self.p, self.groups, state["losses"], self.lam)[clients]
+
+    def grad_scale(self, state: dict[str, Any], clients: np.ndarray, like: torch.Tensor) -> torch.Tensor:
+        """``scales`` as the local step's ``grad_scale``, in ``like``'s dtype and device."""
+        return to_device(self.scales(state, clients), like.device, like.dtype)
+
+    def unbiased_update(
+        self, w: torch.Tensor, uploads: Uploads, num_clients: int, server_lr: float
+    ) -> Update:
+        """Remark 2's θ ← (K/m) Σ_S p_k θ_k for uniform sampling (m: the survivors; weights need not sum
+        to 1), with the server step η_g."""
+        a = self.p[uploads.clients] * num_clients / len(uploads.clients)
+        a = to_device(a, w.device, w.dtype)
+        target = a @ uploads.params  # (K/m) Σ_S p_k θ_k (Remark 2)
+        return Update(w + server_lr * (target - w), a, server_lr)
+
+    def refresh(self, state: dict[str, Any], sim, uploads: Uploads) -> dict[str, Any]:
+        """After the server step (``state["w"]`` is the new model): the uploading clients' losses refresh the
+        cache (``loss_source="global"``: at that model). Returns the round's diagnostics, read from the
+        refreshed cache, with the scales the clients were sent."""
+        sent = self.scales(state, uploads.clients)  # the cache before the refresh
+        fresh = LOSS_SOURCES[self.loss_source](sim, state["w"], uploads.clients, uploads.result)
+        state["losses"] = remember_rows(state["losses"], uploads.clients, fresh.double().cpu().numpy())
+        cached = state["losses"]
+        per_group = group_losses(cached, self.groups)
+        diagnostics: dict[str, Any] = {
+            "lambda": self.lam,
+            "lambda_max": self.lam_max,
+            "objective": fairness_objective(self.p, self.groups, cached, self.lam),
+            "group_loss_spread": float(per_group.max() - per_group.min()),
+            "scale_min": float(sent.min()),
+            "scale_max": float(sent.max()),
+        }
+        if len(per_group) <= LISTED_GROUPS:
+            diagnostics["group_losses"] = per_group.tolist()
+        return diagnostics
+
+
+# -- the algorithm ----------------------------------------------------------------------------------------
+@register("gifair_global")
+class GIFAIRGlobal(FedAvg):
+    """Algorithm 2: FedAvg whose selected clients scale their gradients by the ``GroupPenalty``'s s_k."""
+
+    Hyper = GIFAIRHyper
+
+    def __init__(self, sim, hp):
+        super().__init__(sim, hp)
+        self.penalty = GroupPenalty(sim, hp)
+        self.groups, self.lam_max, self.lam = self.penalty.groups, self.penalty.lam_max, self.penalty.lam
+        self.state.update(self.penalty.init_state(sim, self.w))
 
     def scales(self, clients: np.ndarray) -> np.ndarray:
-        """The scales 1 + λ r_k / (p_k |A_{s_k}|) of ``clients`` from the current loss cache."""
-        return gradient_scale(self.p, self.groups, self.state["losses"], self.lam)[clients]
+        """The scales s_k of ``clients`` from the current loss cache."""
+        return self.penalty.scales(self.state, clients)
 
     def configure(self, t: int) -> Plan:
         clients = select_clients(self.sim, t, self.hp)
-        scale = to_device(self.scales(clients), self.w.device, self.w.dtype)
+        scale = self.penalty.grad_scale(self.state, clients, self.w)
         return Plan(clients, self.sim.local_spec(t, grad_scale=scale))
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
-        if not self.hp.unbiased:
-            return super().aggregate(t, plan, uploads)
-        a = self.p[uploads.clients] * self.sim.num_clients / len(uploads.clients)
-        a = to_device(a, self.w.device, self.w.dtype)
-        target = a @ uploads.params  # (K/m) Σ_S p_k θ_k (Remark 2)
-        return Update(self.w + self.hp.server_lr * (target - self.w), a, self.hp.server_lr)
+        if self.hp.unbiased:
+            return self.penalty.unbiased_update(self.w, uploads, self.sim.num_clients, self.hp.server_lr)
+        return super().aggregate(t, plan, uploads)
 
     def apply(self, update: Update, uploads: Uploads) -> None:
-        """The new model, then the uploading clients' losses refresh the cache (``loss_source="global"``:
-        at that model); the diagnostics read the refreshed cache."""
-        scale = self.scales(uploads.clients)  # what they were sent: the cache before the refresh
+        """The new model, then the group penalty's loss cache refreshed (its diagnostics reported)."""
         super().apply(update, uploads)
-        fresh = LOSS_SOURCES[self.hp.loss_source](self, uploads.clients, uploads.result)
-        self.state["losses"] = remember_rows(
-            self.state["losses"], uploads.clients, fresh.double().cpu().numpy()
-        )
-        cached = self.state["losses"]
-        per_group = group_losses(cached, self.groups)
-        update.diagnostics.update(
-            {
-                "lambda": self.lam,
-                "lambda_max": self.lam_max,
-                "objective": fairness_objective(self.p, self.groups, cached, self.lam),
-                "group_loss_spread": float(per_group.max() - per_group.min()),
-                "scale_min": float(scale.min()),
-                "scale_max": float(scale.max()),
-            }
-        )
-        if len(per_group) <= LISTED_GROUPS:
-            update.diagnostics["group_losses"] = per_group.tolist()
+        update.diagnostics.update(self.penalty.refresh(self.state, self.sim, uploads))

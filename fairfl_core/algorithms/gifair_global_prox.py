@@ -27,9 +27,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
-from fairfl_core.algorithms.fedavg import select_clients
-from fairfl_core.algorithms.fedprox import Proximal
-from fairfl_core.algorithms.gifair_global import GIFAIRGlobal, GIFAIRHyper, gradient_scale, lambda_max
+from fairfl_core.algorithms.fedavg import FedAvg, select_clients
+from fairfl_core.algorithms.fedprox import Proximal, proximal_spec
+from fairfl_core.algorithms.gifair_global import GIFAIRHyper, GroupPenalty, gradient_scale, lambda_max
 from fairfl_core.sim.transfer import to_device
 
 __all__ = ["COUNTINGS", "GIFAIRGlobalProx", "GIFAIRProxHyper", "round_scales"]
@@ -68,27 +68,50 @@ class GIFAIRProxHyper(Proximal, GIFAIRHyper):
 
 
 @register("gifair_global_prox")
-class GIFAIRGlobalProx(GIFAIRGlobal):
+class GIFAIRGlobalProx(FedAvg):
+    """FedProx's local step (``proximal_spec``) with the ``GroupPenalty``'s scales: each round's own from its
+    participants (``counting="round"``, their λ and range carried to the diagnostics in ``Plan.notes``) or
+    GIFAIR-FL-Global's from the loss cache (``"all"``)."""
+
     Hyper = GIFAIRProxHyper
 
+    def __init__(self, sim, hp):
+        super().__init__(sim, hp)
+        self.penalty = GroupPenalty(sim, hp)
+        self.groups = self.penalty.groups
+        self.state.update(self.penalty.init_state(sim, self.w))
+
+    def scales(self, clients: np.ndarray) -> np.ndarray:
+        """``counting="all"``: the scales s_k of ``clients`` from the current loss cache."""
+        return self.penalty.scales(self.state, clients)
+
     def configure(self, t: int) -> Plan:
+        clients = select_clients(self.sim, t, self.hp)
+        sent: dict[str, float] = {}
         if self.hp.counting == "all":
-            plan = super().configure(t)
+            scale = self.penalty.grad_scale(self.state, clients, self.w)
         else:
-            clients = select_clients(self.sim, t, self.hp)
             losses = self.sim.engine.losses(self.w, clients, "train")[0].double().cpu().numpy()
-            scale, lam = round_scales(
+            alpha, lam = round_scales(
                 self.sim.train_sizes[clients], self.groups[clients], losses, self.hp.lam_frac
             )
-            self.sent = {"lambda": lam, "scale_min": float(scale.min()), "scale_max": float(scale.max())}
-            tensor = to_device(scale, self.w.device, self.w.dtype)
-            plan = Plan(clients, self.sim.local_spec(t, grad_scale=tensor))
-        return replace(plan, spec=replace(plan.spec, prox_mu=self.hp.mu, prox_ref=self.w))
+            sent = {"lambda": lam, "scale_min": float(alpha.min()), "scale_max": float(alpha.max())}
+            scale = to_device(alpha, self.w.device, self.w.dtype)
+        spec = replace(proximal_spec(self.sim, t, self.hp.mu, self.w), grad_scale=scale)
+        return Plan(clients, spec, notes=sent)
+
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        """FedAvg's average (Remark 2's with ``unbiased``); ``counting="round"``: the round's λ and scales in
+        the diagnostics."""
+        if self.hp.unbiased:
+            update = self.penalty.unbiased_update(self.w, uploads, self.sim.num_clients, self.hp.server_lr)
+        else:
+            update = super().aggregate(t, plan, uploads)
+        update.diagnostics.update(plan.notes)
+        return update
 
     def apply(self, update: Update, uploads: Uploads) -> None:
-        """``counting="all"``: GIFAIR-FL-Global's (the loss cache refreshed); ``"round"``: the new model, with
-        the round's λ and scales in the diagnostics."""
+        """The new model; ``counting="all"``: then the loss cache refreshed, as GIFAIR-FL-Global's."""
+        super().apply(update, uploads)
         if self.hp.counting == "all":
-            return super().apply(update, uploads)
-        super(GIFAIRGlobal, self).apply(update, uploads)
-        update.diagnostics.update(self.sent)
+            update.diagnostics.update(self.penalty.refresh(self.state, self.sim, uploads))

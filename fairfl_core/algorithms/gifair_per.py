@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import Update, Uploads, register
-from fairfl_core.algorithms.gifair_global import GIFAIRGlobal, GIFAIRHyper
+from fairfl_core.algorithms.base import Plan, Update, Uploads, register
+from fairfl_core.algorithms.fedavg import FedAvg, select_clients
+from fairfl_core.algorithms.gifair_global import GIFAIRHyper, GroupPenalty
 from fairfl_core.algorithms.server_plugins import remember_rows
 from fairfl_core.sim.transfer import to_device
 
@@ -39,19 +40,36 @@ class GIFAIRPerHyper(GIFAIRHyper):
 
 
 @register("gifair_per")
-class GIFAIRPer(GIFAIRGlobal):
+class GIFAIRPer(FedAvg):
+    """Algorithm 3: GIFAIR-FL-Global's round (the ``GroupPenalty``'s scales and loss cache), plus each
+    client's personalised θ_k in ``state["personal"]`` ``[N, P]`` and ``state["trained"]`` ``[N]``."""
+
     Hyper = GIFAIRPerHyper
     personalized = True
 
     def __init__(self, sim, hp):
         super().__init__(sim, hp)
+        self.penalty = GroupPenalty(sim, hp)
+        self.groups = self.penalty.groups
+        self.state.update(self.penalty.init_state(sim, self.w))
         self.state["personal"] = self.w.expand(sim.num_clients, -1).clone()
         self.state["trained"] = np.zeros(sim.num_clients, dtype=bool)
 
+    def configure(self, t: int) -> Plan:
+        clients = select_clients(self.sim, t, self.hp)
+        scale = self.penalty.grad_scale(self.state, clients, self.w)
+        return Plan(clients, self.sim.local_spec(t, grad_scale=scale))
+
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        if self.hp.unbiased:
+            return self.penalty.unbiased_update(self.w, uploads, self.sim.num_clients, self.hp.server_lr)
+        return super().aggregate(t, plan, uploads)
+
     def apply(self, update: Update, uploads: Uploads) -> None:
-        """GIFAIR-FL-Global's server step, then θ_k ← the post-training local model of each uploading
-        client (out of place)."""
+        """The new model and the refreshed loss cache, then θ_k ← the post-training local model of each
+        uploading client (out of place)."""
         super().apply(update, uploads)
+        update.diagnostics.update(self.penalty.refresh(self.state, self.sim, uploads))
         self.state["personal"] = remember_rows(self.state["personal"], uploads.clients, uploads.params)
         self.state["trained"] = remember_rows(
             self.state["trained"], uploads.clients, np.ones(len(uploads.clients), dtype=bool)

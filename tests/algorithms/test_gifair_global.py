@@ -1,11 +1,16 @@
 import itertools
+from types import SimpleNamespace
+from typing import Any, cast
 
 import numpy as np
 import pytest
 import torch
 
 from fairfl_core.algorithms import build_algorithm
+from fairfl_core.algorithms.base import Uploads
 from fairfl_core.algorithms.gifair_global import (
+    GIFAIRHyper,
+    GroupPenalty,
     fairness_objective,
     gradient_scale,
     group_ids,
@@ -246,3 +251,43 @@ def test_groups_sensitive_takes_the_clients_groups_from_the_data():
         build_algorithm("gifair_global", tiny_sim(), {"groups": "sensitive"})
     with pytest.raises(ValueError, match="groups='sensitive' is sensitive_group_ids"):
         group_ids(np.zeros(3), "sensitive")
+
+
+# -- the part ------------------------------------------------------------------------------------------------
+def test_group_penalty_by_hand():
+    # n = 10, 20, 30, 15, 25 -> p = .1 .2 .3 .15 .25; partition groups 3 3 7 7 9 -> {0,1} {2,3} {4}:
+    # λ_max = min p_k |A_{s_k}| / (d − 1) = 0.2 / 2, λ = λ_max / 2
+    sim = SimpleNamespace(
+        train_sizes=np.array([10.0, 20.0, 30.0, 15.0, 25.0]), groups=np.array([3, 3, 7, 7, 9]), num_clients=5
+    )
+    hp = GIFAIRHyper(groups="partition", lam_frac=0.5, init_losses="zero", loss_source="minibatch")
+    penalty = GroupPenalty(sim, hp)
+    assert penalty.groups.tolist() == [0, 0, 1, 1, 2]
+    assert_close(penalty.lam_max, 0.1, terms=1, depth=3, what="λ_max")
+    assert penalty.lam == 0.5 * penalty.lam_max
+    w = torch.zeros(2, dtype=torch.float64)
+    state: dict[str, Any] = {"w": w, **penalty.init_state(sim, w)}
+    assert set(state) == {"w", "losses"} and state["losses"].tolist() == [0.0] * 5
+    assert penalty.scales(state, np.arange(5)).tolist() == [1.0] * 5  # all groups tied: r = 0
+
+    # clients 1, 2, 4 report minibatch losses 2, .5, 3: cache 0 2 .5 0 3 -> L = 1, .25, 3 -> r = 0, −2, 2
+    result = SimpleNamespace(train_loss=torch.tensor([2.0, 0.5, 3.0]))
+    uploads = cast(Uploads, SimpleNamespace(clients=np.array([1, 2, 4]), result=result))
+    diag = penalty.refresh(state, sim, uploads)
+    assert state["losses"].tolist() == [0.0, 2.0, 0.5, 0.0, 3.0]
+    assert diag["group_losses"] == [1.0, 0.25, 3.0] and diag["group_loss_spread"] == 2.75  # exact halves
+    assert diag["scale_min"] == diag["scale_max"] == 1.0  # what they were sent: the cache before the refresh
+    assert (diag["lambda"], diag["lambda_max"]) == (penalty.lam, penalty.lam_max)
+    # H = Σ p_k F_k + λ Σ_{i<j} |L_i − L_j| = (.4 + .15 + .75) + .05 (.75 + 2 + 2.75) = 1.575: p (1 rounding),
+    # the products and the sum of 5, λ (3) and its product (depth 5)
+    assert_close(diag["objective"], 1.575, terms=5, depth=5, what="objective")
+    expected = [1.0, 1.0, 1 - 0.1 / 0.6, 1 - 0.1 / 0.3, 1 + 0.1 / 0.25]
+    assert_close(penalty.scales(state, np.arange(5)), expected, terms=1, depth=4, what="scales")
+
+    # Remark 2: a = (K/m) p_k = 5/2 (.1, .3) over clients 0, 2; θ ← Σ a_k θ_k = .25 · 1 + .75 · 2
+    params = torch.tensor([[1.0, 1.0], [2.0, 2.0]], dtype=torch.float64)
+    two = cast(Uploads, SimpleNamespace(clients=np.array([0, 2]), params=params))
+    update = penalty.unbiased_update(w, two, 5, 1.0)
+    # a: p, × K, ÷ m (one rounding each), then a sum of 2 and the step (depth 5)
+    assert_close(update.weights, [0.25, 0.75], terms=1, depth=3, what="a")
+    assert_close(update.w, [1.75, 1.75], terms=2, depth=5, what="w")
