@@ -1,19 +1,24 @@
 """DivFL (Balakrishnan et al., ICLR 2022) as in melodi-lab/divfl, FedProx local training (μ = 0: FedAvg).
 
-Selection maximises the facility-location function G(S) (SubTrunc paper eqs. 9–10): the m clients whose
-gradients minimise Σ_i min_{j∈S} ‖g_i − g_j‖, by lazy greedy (default), plain greedy or stochastic greedy
-(pool max(m, ⌊subsample·N⌋)). ``grad_mode="stale"`` (the reference): every client's full-batch gradient at
-w_0 in round 0, afterwards only the selected clients' gradients are replaced, by their gradient at the
-model they received, and only their rows/columns of the distance matrix are recomputed.
-``grad_mode="fresh"``: every gradient recomputed each round. Aggregation: sample-weighted (the reference's
-``aggregate``); ``weighting="uniform"`` gives the SubTrunc paper's plain mean.
+Selection maximises the facility-location function G(S) (SubTrunc paper §III-A, eqs. 9–10): the m clients
+whose gradients minimise Σ_i min_{j∈S} ‖g_i − g_j‖, by lazy greedy (default), plain greedy (eq. 16) or
+stochastic greedy (eq. 17; pool max(m, ⌊subsample·N⌋)). ``grad_mode="stale"`` (the reference): every
+client's full-batch gradient at w_0 in round 0, afterwards only the selected clients' gradients are replaced,
+by their gradient at the model they received, and only their rows/columns of the distance matrix are
+recomputed. ``grad_mode="fresh"``: every gradient recomputed each round. Aggregation: sample-weighted (the
+reference's ``aggregate``); ``weighting="uniform"`` gives the SubTrunc paper's plain mean.
+
+The selection is a part, :class:`ClientSelector` (the distances and the greedy maximisation), that SubTrunc
+and UnionFL compose with their own set functions (eqs. 13 and 14).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import torch
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg
@@ -21,15 +26,14 @@ from fairfl_core.algorithms.fedprox import Proximal, proximal_spec
 from fairfl_core.algorithms.hyper import Averaging, ServerPluginHyper
 from fairfl_core.selection.facility_location import (
     FacilityLocation,
-    greedy,
-    lazy_greedy,
+    GainOracle,
     pairwise_distances,
-    stochastic_greedy,
     stochastic_pool_size,
 )
+from fairfl_core.selection.submodular import maximize
 from fairfl_core.sim.transfer import to_device
 
-__all__ = ["DivFL", "DivFLHyper"]
+__all__ = ["ClientSelector", "DivFL", "DivFLHyper", "Selection"]
 
 GREEDY = ("lazy", "naive", "stochastic")
 GRAD_MODES = ("stale", "fresh")
@@ -58,45 +62,65 @@ class DivFLHyper(Proximal, ServerPluginHyper, Averaging):
             raise ValueError(f"grad_mode must be one of {GRAD_MODES}, got {self.grad_mode!r}")
 
 
-@register("divfl")
-class DivFL(FedAvg):
-    Hyper = DivFLHyper
+@dataclass
+class Selection:
+    """A round's choice: ``clients`` in greedy order, and ``pools``, the stochastic greedy's candidates of
+    each step (empty for the exact greedies, which consider every unselected client)."""
 
-    def __init__(self, sim, hp):
-        super().__init__(sim, hp)
+    clients: np.ndarray
+    pools: list[np.ndarray]
+
+
+class ClientSelector:
+    """DivFL's client selection, the part DivFL, SubTrunc and UnionFL compose (SubTrunc paper §III): the
+    clients' gradient distances d_ij = ‖∇f_i(w) − ∇f_j(w)‖ (eq. 9, per ``grad_mode``) and the maximisation of
+    a set function over them under |S| ≤ m by ``greedy`` (eqs. 16–17, §III-C).
+
+    Its state, in the algorithm's checkpointed ``state`` (``grad_mode="stale"`` only, from the first round):
+    ``grads`` ``[N, P]``, the cached gradients, and ``dist`` ``[N, N]``, their distances."""
+
+    def __init__(self, sim, hp: DivFLHyper):
         if hp.pool_size is not None and hp.pool_size > sim.num_clients:
             raise ValueError(
                 f"pool_size (r) = {hp.pool_size} exceeds the {sim.num_clients} clients; use r ≤ N (paper: 10)"
             )
+        self.sim, self.hp = sim, hp
 
-    def configure(self, t: int) -> Plan:
-        clients, notes = self.select(t)
-        return Plan(clients, proximal_spec(self.sim, t, self.hp.mu, self.w), notes=notes)
+    def distances(self, state: dict[str, Any], w: torch.Tensor) -> np.ndarray:
+        """``[N, N]`` distances between the clients' gradients at ``w`` (fresh), or the cache's (stale)."""
+        everyone = np.arange(self.sim.num_clients)
+        if self.hp.grad_mode == "fresh":
+            return pairwise_distances(self.sim.engine.gradients(w, everyone))
+        if "dist" not in state:
+            state["grads"] = self.sim.engine.gradients(w, everyone)
+            state["dist"] = pairwise_distances(state["grads"])
+        return state["dist"]
 
-    def choose(self, t: int) -> np.ndarray:
-        """The m clients maximising the facility-location objective over the gradient distances."""
-        return self.select(t)[0]
+    def refresh(self, state: dict[str, Any], w: torch.Tensor, clients: np.ndarray) -> None:
+        """Stale gradients: ``clients``' gradients at the model they received, ``w``, replace their rows of
+        the cache, and their rows/columns of the distances are recomputed (fresh gradients: nothing)."""
+        if self.hp.grad_mode == "stale":
+            grads, dist = state["grads"], state["dist"]
+            fresh = self.sim.engine.gradients(w, clients)
+            grads[to_device(clients, grads.device)] = fresh
+            rows = pairwise_distances(fresh, grads)
+            dist[clients, :] = rows
+            dist[:, clients] = rows.T
 
-    def select(self, t: int) -> tuple[np.ndarray, dict | None]:
-        """:meth:`choose`'s clients and what the round reports about the choice (:meth:`selection_notes`)."""
-        objective = self.round_objective(t)
+    def select(self, t: int, objective: GainOracle, nonmonotone: str = "fill") -> Selection:
+        """Round t's maximiser of ``objective`` under |S| ≤ m by ``greedy`` (stochastic: the stream
+        "select" of round t), cut per ``nonmonotone`` (:func:`~fairfl_core.selection.submodular.maximize`)."""
         pools: list[np.ndarray] = []
-        chosen = self.maximize(t, objective, pools)
-        return chosen, self.selection_notes(t, objective, chosen, pools)
-
-    def selection_notes(
-        self, t: int, objective: FacilityLocation, chosen: np.ndarray, pools: list
-    ) -> dict | None:
-        """Diagnostics of round t's choice for the round's record (none for DivFL)."""
-        return None
-
-    def maximize(self, t: int, objective: FacilityLocation, pools: list | None = None) -> np.ndarray:
-        """``greedy``'s maximiser of ``objective`` under |S| ≤ m, in greedy order; ``pools`` receives the
-        stochastic greedy's candidates of each step (the exact greedies consider every unselected one)."""
-        m = self.sim.train.clients_per_round
-        if self.hp.greedy == "stochastic":
-            return stochastic_greedy(objective, m, self.sim.rng(t, "select"), self.pool_size(), pools)
-        return (lazy_greedy if self.hp.greedy == "lazy" else greedy)(objective, m)
+        clients = maximize(
+            objective,
+            self.sim.train.clients_per_round,
+            method=self.hp.greedy,
+            rng=self.sim.rng(t, "select"),
+            pool_size=self.pool_size(),
+            nonmonotone=nonmonotone,
+            pools=pools,
+        )
+        return Selection(clients, pools)
 
     def pool_size(self) -> int:
         """r, the stochastic greedy's candidates per step: ``pool_size``, else max(m, ⌊subsample · N⌋)."""
@@ -104,32 +128,24 @@ class DivFL(FedAvg):
             return self.hp.pool_size
         return stochastic_pool_size(self.sim.num_clients, self.sim.train.clients_per_round, self.hp.subsample)
 
-    def round_objective(self, t: int) -> FacilityLocation:
-        """Round t's set function, over this round's :meth:`distances`."""
-        return self.objective(t, self.distances())
 
-    def objective(self, t: int, dist: np.ndarray) -> FacilityLocation:
-        """The set function maximised this round (SubTrunc / UnionFL add their terms here)."""
-        return FacilityLocation(dist)
+@register("divfl")
+class DivFL(FedAvg):
+    Hyper = DivFLHyper
 
-    def distances(self) -> np.ndarray:
-        """``[N, N]`` distances between the clients' gradients (stale or fresh, per ``grad_mode``)."""
-        everyone = np.arange(self.sim.num_clients)
-        if self.hp.grad_mode == "fresh":
-            return pairwise_distances(self.sim.engine.gradients(self.w, everyone))
-        if "dist" not in self.state:
-            self.state["grads"] = self.sim.engine.gradients(self.w, everyone)
-            self.state["dist"] = pairwise_distances(self.state["grads"])
-        return self.state["dist"]
+    def __init__(self, sim, hp):
+        super().__init__(sim, hp)
+        self.selector = ClientSelector(sim, hp)
+
+    def configure(self, t: int) -> Plan:
+        return Plan(self.choose(t), proximal_spec(self.sim, t, self.hp.mu, self.w))
+
+    def choose(self, t: int) -> np.ndarray:
+        """The m clients maximising G (eq. 10) over the gradient distances."""
+        dist = self.selector.distances(self.state, self.w)
+        return self.selector.select(t, FacilityLocation(dist)).clients
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
-        """FedAvg's step; with stale gradients, the uploading clients' gradients at the model they received
-        replace their rows of the cache."""
-        if self.hp.grad_mode == "stale":
-            clients, grads, dist = uploads.clients, self.state["grads"], self.state["dist"]
-            fresh = self.sim.engine.gradients(self.w, clients)
-            grads[to_device(clients, grads.device)] = fresh
-            rows = pairwise_distances(fresh, grads)
-            dist[clients, :] = rows
-            dist[:, clients] = rows.T
+        """FedAvg's step, after the selector's refresh of the uploading clients' stale gradients."""
+        self.selector.refresh(self.state, self.w, uploads.clients)
         return super().aggregate(t, plan, uploads)

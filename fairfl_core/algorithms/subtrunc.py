@@ -5,7 +5,8 @@ truncated reward for high-loss clients,
     W(S) = G(S) + λ · min(b, Σ_{i∈S} φ(f_i(w)))          (``selection/submodular.py``)
 
 maximised by stochastic greedy with r candidates per step (eq. 17), then FedAvg's local SGD and an unweighted
-average (Algorithm 1). λ = 0 is DivFL with the same settings.
+average (Algorithm 1). λ = 0 is DivFL with the same settings. The distances and the greedy are DivFL's
+selector (``divfl.ClientSelector``); W is the objective this file gives it.
 
 Readings (the paper is silent; ``docs/readings.md``): the gradients in G are every client's full-batch
 gradient at the current model, recomputed each round (``grad_mode="fresh"``; ``"stale"`` is the DivFL
@@ -21,7 +22,9 @@ Each round's record (diagnostics) tells whether H moved the choice (:func:`selec
 between its best and second-best candidate (``g_gap_min``, ``g_gap_median`` over the greedy steps), H's
 largest spread over a step's candidates (``h_range_max``), the steps before H saturates
 (``unsaturated_steps``) and those whose pick differs from G's best (``steered_steps``), and
-``differs_from_divfl``: whether the set differs from DivFL's greedy on the same gradients and draws.
+``differs_from_divfl``: whether the set differs from DivFL's greedy on the same gradients and draws. All but
+the last are read from the round's own greedy run; DivFL's greedy (G alone) runs only in a round where H
+steered a pick, since otherwise it repeats that run's picks and draws.
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
-from fairfl_core.algorithms.divfl import DivFL, DivFLHyper
+from fairfl_core.algorithms.divfl import ClientSelector, DivFLHyper, Selection
+from fairfl_core.algorithms.fedavg import FedAvg
+from fairfl_core.algorithms.fedprox import proximal_spec
 from fairfl_core.algorithms.server_plugins import remember_rows
 from fairfl_core.selection.facility_location import FacilityLocation, pairwise_distances
 from fairfl_core.selection.submodular import (
@@ -91,24 +96,37 @@ class SubTruncHyper(SelectionHyper):
 
 
 @register("subtrunc")
-class SubTrunc(DivFL):
+class SubTrunc(FedAvg):
     Hyper = SubTruncHyper
 
     def __init__(self, sim, hp):
         super().__init__(sim, hp)
+        self.selector = ClientSelector(sim, hp)
         if hp.loss_mode == "stale":
             self.state["losses"] = self.client_losses()
+
+    def configure(self, t: int) -> Plan:
+        """Round t's maximiser of W, and what the round reports about it (:meth:`selection_notes`)."""
+        objective = self.round_objective(t)
+        selection = self.selector.select(t, objective)
+        notes = self.selection_notes(t, objective, selection)
+        return Plan(selection.clients, proximal_spec(self.sim, t, self.hp.mu, self.w), notes=notes)
+
+    def choose(self, t: int) -> np.ndarray:
+        """The m clients maximising W (eq. 13)."""
+        return self.selector.select(t, self.round_objective(t)).clients
 
     def client_losses(self, clients: np.ndarray | None = None) -> np.ndarray:
         """f_i(w): the current model's mean training loss of each client (all of them by default)."""
         return self.sim.engine.losses(self.w, clients, "train")[0].cpu().double().numpy()
 
     def round_objective(self, t: int) -> FacilityLocation:
-        """DivFL's; with fresh gradients and fresh losses, both from one pass over every client's data."""
+        """Round t's W over the selector's distances; with fresh gradients and fresh losses, both from one
+        pass over every client's data."""
         if self.hp.grad_mode == "fresh" and self.hp.loss_mode == "fresh":
             grads, losses = self.sim.engine.gradients_and_losses(self.w, np.arange(self.sim.num_clients))
             return self.objective(t, pairwise_distances(grads), losses.cpu().double().numpy())
-        return super().round_objective(t)
+        return self.objective(t, self.selector.distances(self.state, self.w))
 
     def objective(self, t: int, dist: np.ndarray, losses: np.ndarray | None = None) -> FacilityLocation:
         """W(S) over ``dist`` and the clients' ``losses`` f_i(w) (None: per ``loss_mode``)."""
@@ -125,21 +143,25 @@ class SubTrunc(DivFL):
             objective_scale=hp.objective_scale,
         )
 
-    def selection_notes(self, t: int, objective: FacilityLocation, chosen: np.ndarray, pools: list) -> dict:
-        """The round's :func:`trace_summary` and whether DivFL's greedy (G alone, the same draws) picks
-        another set."""
-        divfl = self.maximize(t, FacilityLocation(objective.dist))
-        return {
-            **trace_summary(selection_trace(objective, chosen, pools or None)),
-            "differs_from_divfl": set(chosen.tolist()) != set(divfl.tolist()),
-        }
+    def selection_notes(self, t: int, objective: FacilityLocation, selection: Selection) -> dict:
+        """The :func:`trace_summary` of the round's greedy run ``selection`` and whether DivFL's greedy (G
+        alone, the same draws) picks another set. Until H steers a pick the two greedies make the same picks
+        from the same pools, so DivFL's is run only after a steered step."""
+        chosen = selection.clients
+        summary = trace_summary(selection_trace(objective, chosen, selection.pools or None))
+        differs = False
+        if summary["steered_steps"]:
+            divfl = self.selector.select(t, FacilityLocation(objective.dist)).clients
+            differs = set(chosen.tolist()) != set(divfl.tolist())
+        return {**summary, "differs_from_divfl": differs}
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
-        """DivFL's step, with the choice's diagnostics; with stale losses, the uploading clients report their
-        loss at the model received."""
+        """FedAvg's step, with the choice's diagnostics; with stale losses, the uploading clients report their
+        loss at the model received, and with stale gradients, their gradient (the selector's refresh)."""
         if self.hp.loss_mode == "stale":
             fresh = self.client_losses(uploads.clients)
             self.state["losses"] = remember_rows(self.state["losses"], uploads.clients, fresh)
+        self.selector.refresh(self.state, self.w, uploads.clients)
         update = super().aggregate(t, plan, uploads)
-        update.diagnostics.update(plan.notes or {})
+        update.diagnostics.update(plan.notes)
         return update

@@ -4,7 +4,8 @@ selection penalised for clients chosen in the last ``window`` rounds,
     h_t(S) = G(S) − μ · |U_t ∩ S|,        U_t = S_{t−window} ∪ … ∪ S_{t−1}     (``selection/submodular.py``)
 
 maximised by stochastic greedy with r candidates per step, then FedAvg's local SGD and an unweighted average.
-μ = 0 is DivFL with the same settings.
+μ = 0 is DivFL with the same settings. The distances and the greedy are DivFL's selector
+(``divfl.ClientSelector``); h_t is the objective this file gives it.
 
 Readings (``docs/readings.md``): before round ``window`` U_t is the union of the rounds that exist; h_t is
 not monotone, and Algorithm 1 selects κ clients, so ``nonmonotone="fill"`` always takes κ (``"stop"`` ends
@@ -19,10 +20,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
-from fairfl_core.algorithms.divfl import DivFL
+from fairfl_core.algorithms.divfl import ClientSelector
+from fairfl_core.algorithms.fedavg import FedAvg
+from fairfl_core.algorithms.fedprox import proximal_spec
 from fairfl_core.algorithms.subtrunc import SelectionHyper
-from fairfl_core.selection.facility_location import FacilityLocation
-from fairfl_core.selection.submodular import NONMONOTONE, stop_before_loss, unionfl_objective
+from fairfl_core.selection.submodular import NONMONOTONE, unionfl_objective
 
 __all__ = ["UnionFL", "UnionFLHyper"]
 
@@ -48,26 +50,34 @@ class UnionFLHyper(SelectionHyper):
 
 
 @register("unionfl")
-class UnionFL(DivFL):
+class UnionFL(FedAvg):
     Hyper = UnionFLHyper
 
     def __init__(self, sim, hp):
         super().__init__(sim, hp)
+        self.selector = ClientSelector(sim, hp)
         # the last ``window`` selections, oldest first, padded with −1 (a "stop" round may pick fewer)
         self.state["history"] = np.full((0, sim.train.clients_per_round), -1, dtype=np.int64)
 
-    def objective(self, t: int, dist: np.ndarray) -> FacilityLocation:
+    def configure(self, t: int) -> Plan:
+        # hp.mu is eq. 14's μ and, through DivFLHyper's Proximal group, the local step's proximal weight too
+        return Plan(self.choose(t), proximal_spec(self.sim, t, self.hp.mu, self.w))
+
+    def choose(self, t: int) -> np.ndarray:
+        """The greedy maximiser of h_t (eq. 14) over the selector's distances, cut per ``nonmonotone``."""
+        dist = self.selector.distances(self.state, self.w)
         history = [row[row >= 0] for row in self.state["history"]]
         hp = self.hp
-        return unionfl_objective(dist, history, mu=hp.mu, window=hp.window, distance_scale=hp.distance_scale)
-
-    def maximize(self, t: int, objective: FacilityLocation, pools: list | None = None) -> np.ndarray:
-        chosen = super().maximize(t, objective, pools)
-        return stop_before_loss(objective, chosen) if self.hp.nonmonotone == "stop" else chosen
+        objective = unionfl_objective(
+            dist, history, mu=hp.mu, window=hp.window, distance_scale=hp.distance_scale
+        )
+        return self.selector.select(t, objective, hp.nonmonotone).clients
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
-        """DivFL's step; the round's selection joins the window (not when nothing arrives)."""
+        """FedAvg's step, after the selector's refresh; the round's selection joins the window (not when
+        nothing arrives)."""
         row = np.full((1, self.sim.train.clients_per_round), -1, dtype=np.int64)
         row[0, : len(plan.clients)] = plan.clients
         self.state["history"] = np.concatenate([self.state["history"], row])[-self.hp.window :]
+        self.selector.refresh(self.state, self.w, uploads.clients)
         return super().aggregate(t, plan, uploads)

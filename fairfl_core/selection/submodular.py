@@ -242,12 +242,15 @@ def maximize(
     rng: np.random.Generator | None = None,
     pool_size: int | None = None,
     nonmonotone: str = "fill",
+    pools: list[np.ndarray] | None = None,
 ) -> np.ndarray:
     """Select up to ``k`` (κ) candidates, in greedy order.
 
     ``method``: ``"stochastic"`` (eq. 17, needs ``rng`` and ``pool_size`` = r), ``"lazy"`` (exact greedy,
     eq. 16, with lazy evaluations) or ``"naive"`` (eq. 16 evaluating every candidate at every step);
-    ``nonmonotone``: ``"fill"`` (always k) or ``"stop"`` (:func:`stop_before_loss`).
+    ``nonmonotone``: ``"fill"`` (always k) or ``"stop"`` (:func:`stop_before_loss`); ``pools``, when given,
+    receives the stochastic greedy's candidates of each step (the exact greedies consider every unselected
+    one and leave it empty).
     """
     if method not in GREEDY_METHODS:
         raise ValueError(f"method must be one of {GREEDY_METHODS}, got {method!r}")
@@ -256,7 +259,7 @@ def maximize(
     if method == "stochastic":
         if rng is None or pool_size is None:
             raise ValueError('method "stochastic" needs rng (a numpy Generator) and pool_size (r)')
-        chosen = stochastic_greedy(objective, k, rng, pool_size)
+        chosen = stochastic_greedy(objective, k, rng, pool_size, pools)
     else:
         chosen = (lazy_greedy if method == "lazy" else greedy)(objective, k)
     return stop_before_loss(objective, chosen) if nonmonotone == "stop" else chosen

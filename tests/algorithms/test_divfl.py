@@ -1,8 +1,12 @@
+from types import SimpleNamespace
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
 
 from fairfl_core.algorithms import build_algorithm
+from fairfl_core.algorithms.divfl import ClientSelector, DivFLHyper
 from fairfl_core.selection.facility_location import FacilityLocation, greedy, pairwise_distances
 from tests.algorithms.conftest import run_rounds, server_round, tiny_sim
 from tests.rounding import assert_close
@@ -83,3 +87,50 @@ def test_sample_weighted_aggregation_by_default():
 def test_bad_hyperparameters_name_the_field(params, field):
     with pytest.raises(ValueError, match=field):
         build_algorithm("divfl", tiny_sim(), params)
+
+
+class _LineEngine:
+    """Clients whose gradients are the rows of ``grads`` ``[N, 1]``, whatever the model."""
+
+    def __init__(self, points: list[float]):
+        self.grads = torch.tensor(points, dtype=torch.float64)[:, None]
+
+    def gradients(self, w: torch.Tensor, clients: np.ndarray) -> torch.Tensor:
+        return self.grads[clients].clone()
+
+
+def _line_sim(points: list[float]) -> SimpleNamespace:
+    """A stand-in simulation (2 clients a round) whose gradients are the 1-D ``points``: d = |x_i − x_j|."""
+    return SimpleNamespace(
+        engine=_LineEngine(points),
+        num_clients=len(points),
+        train=SimpleNamespace(clients_per_round=2),
+        rng=lambda t, stream: np.random.default_rng(t),
+    )
+
+
+def test_the_selector_maximises_g_by_hand():
+    """Gradients 0, 1, 5, 6: D0 = 6, the first gains Σ_i (6 − min(6, d_ie)) are 12, 14, 14, 12 (tie: the
+    lowest index, 1); from m = (1, 0, 4, 5) the second gains are 1, 8, 8 for clients 0, 2, 3: S = (1, 2)."""
+    sim = _line_sim([0.0, 1.0, 5.0, 6.0])
+    selector = ClientSelector(sim, DivFLHyper(grad_mode="fresh", greedy="naive"))
+    dist = selector.distances({}, torch.zeros(1))
+    assert np.array_equal(dist, [[0, 1, 5, 6], [1, 0, 4, 5], [5, 4, 0, 1], [6, 5, 1, 0]])
+    selection = selector.select(0, FacilityLocation(dist))
+    assert selection.clients.tolist() == [1, 2] and selection.pools == []
+    # a pool of every candidate is taken in index order, without a draw: each step's unselected clients
+    every = ClientSelector(sim, DivFLHyper(greedy="stochastic", pool_size=4))
+    whole = every.select(0, FacilityLocation(dist))
+    assert whole.clients.tolist() == [1, 2]
+    assert [p.tolist() for p in whole.pools] == [[0, 1, 2, 3], [0, 2, 3]]
+
+
+def test_the_selector_caches_stale_gradients_and_refreshes_the_uploaders():
+    sim = _line_sim([0.0, 1.0, 5.0, 6.0])
+    selector, state = ClientSelector(sim, DivFLHyper()), dict[str, Any]()
+    first = selector.distances(state, torch.zeros(1)).copy()
+    sim.engine.grads = torch.tensor([[2.0], [1.0], [5.0], [3.0]], dtype=torch.float64)
+    assert np.array_equal(selector.distances(state, torch.zeros(1)), first)  # the cache, not new gradients
+    selector.refresh(state, torch.zeros(1), np.array([3]))  # client 3's gradient is now 3, the others stale
+    assert state["grads"].flatten().tolist() == [0.0, 1.0, 5.0, 3.0]
+    assert np.array_equal(state["dist"], [[0, 1, 5, 3], [1, 0, 4, 2], [5, 4, 0, 2], [3, 2, 2, 0]])

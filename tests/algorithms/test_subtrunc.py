@@ -186,3 +186,28 @@ def test_the_averaged_reading_divides_g_by_the_number_of_clients():
     # G's sum over 6 clients divided by 6, plus the reward (a sum of 2): depth 3
     expected = FacilityLocation(dist).value(S) / 6 + h
     assert_close(algo.objective(0, dist).value(S), expected, terms=6, depth=3, what="objective")
+
+
+def _counting_selects(algo) -> list:
+    """The objectives of every greedy run of ``algo``'s selector, in order."""
+    runs, select = [], algo.selector.select
+
+    def counted(t, objective, *args):
+        runs.append(objective)
+        return select(t, objective, *args)
+
+    algo.selector.select = counted
+    return runs
+
+
+def test_a_round_runs_divfls_greedy_only_after_h_steered_a_pick():
+    """λ = 0: no step is steered, so the round's one greedy run gives every note; a dominant H steers and
+    DivFL's greedy (G alone, over the same distances) runs once more, for ``differs_from_divfl`` only."""
+    divfl_like = build_algorithm("subtrunc", tiny_sim(), {"lam": 0.0, "pool_size": 3})
+    runs = _counting_selects(divfl_like)
+    record = divfl_like.round(0).diagnostics
+    assert len(runs) == 1 and record["steered_steps"] == 0 and record["differs_from_divfl"] is False
+    steered = build_algorithm("subtrunc", tiny_sim(), {"lam": 1e6, "budget": 1e9, "phi": "identity"})
+    runs = _counting_selects(steered)
+    assert steered.round(0).diagnostics["steered_steps"] >= 1
+    assert len(runs) == 2 and runs[1].phi is None and runs[1].dist is runs[0].dist
