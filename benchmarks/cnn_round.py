@@ -31,9 +31,9 @@ from round_speed import matmul_flops, sync
 
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.experiments.config import TrainConfig
-from fairfl_core.experiments.runner import resolve_device
 from fairfl_core.models import build_model
 from fairfl_core.sim.context import Simulation
+from fairfl_core.sim.devices import resolve_device
 from fairfl_core.sim.engine import Engine
 
 CLIENTS, STEPS, BATCH = 10, 10, 50

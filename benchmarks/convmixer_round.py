@@ -34,10 +34,10 @@ from torch.nn import functional as F
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.data.federated import FederatedDataset
 from fairfl_core.experiments.config import TrainConfig
-from fairfl_core.experiments.runner import resolve_device
 from fairfl_core.gossip import Mixer, topology
 from fairfl_core.models import build_model
 from fairfl_core.sim.context import Simulation
+from fairfl_core.sim.devices import resolve_device
 from fairfl_core.sim.engine import Engine
 
 N, M, BATCH, PER_CLIENT = 50, 5, 50, 100

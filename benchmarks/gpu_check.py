@@ -55,8 +55,8 @@ from sweep_executors import EXECUTORS, sweep
 
 import fairfl_core.papers  # noqa: F401  (registers the catalogue)
 from fairfl_core.experiments.profiles import experiment_configs
-from fairfl_core.experiments.runner import resolve_device
 from fairfl_core.models import build_model
+from fairfl_core.sim.devices import resolve_device
 from fairfl_core.sim.engine import Engine
 from fairfl_core.sim.local import LocalSpec
 from fairfl_core.sim.mlp_step import dense_relu_layers, mlp_gradient

@@ -31,8 +31,8 @@ import torch
 from round_speed import matmul_flops, sync
 
 from fairfl_core.data.federated import FederatedDataset
-from fairfl_core.experiments.runner import resolve_device
 from fairfl_core.models import build_model
+from fairfl_core.sim.devices import resolve_device
 from fairfl_core.sim.engine import Engine
 from fairfl_core.sim.local import LocalSpec
 

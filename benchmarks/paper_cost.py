@@ -46,9 +46,10 @@ import fairfl_core.papers  # noqa: F401  (registers the catalogue)
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.experiments.config import ExperimentConfig, apply_overrides
 from fairfl_core.experiments.profiles import EXPERIMENTS, experiment_configs
-from fairfl_core.experiments.runner import build_engine, evaluate, resolve_device
+from fairfl_core.experiments.runner import build_engine, evaluate
 from fairfl_core.models.lstm import LSTMLayer
 from fairfl_core.sim.context import Simulation
+from fairfl_core.sim.devices import resolve_device
 from fairfl_core.sim.local import masked_mean_loss
 from fairfl_core.sim.rows import RowsBatcher
 

@@ -29,8 +29,9 @@ from torch.profiler import ProfilerActivity, profile
 
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.experiments.config import ExperimentConfig, load_config
-from fairfl_core.experiments.runner import build_engine, resolve_device
+from fairfl_core.experiments.runner import build_engine
 from fairfl_core.sim.context import Simulation
+from fairfl_core.sim.devices import resolve_device
 
 CONFIG = "fairfl_core/experiments/configs/fmnist_fedavg.yaml"
 READS = ("aten::_local_scalar_dense", "aten::nonzero", "aten::is_nonzero")

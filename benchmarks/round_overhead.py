@@ -30,7 +30,7 @@ from round_speed import sync
 
 import fairfl_core.papers  # noqa: F401  (registers the catalogue)
 from fairfl_core.experiments.profiles import EXPERIMENTS, experiment_configs
-from fairfl_core.experiments.runner import resolve_device
+from fairfl_core.sim.devices import resolve_device
 
 # the algorithm families the notebooks compare (issue 30 names these; more with --algorithms)
 FAMILIES = (

@@ -29,9 +29,10 @@ import torch
 
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.experiments.config import ExperimentConfig, load_config
-from fairfl_core.experiments.runner import resolve_device, run_data, run_experiment
+from fairfl_core.experiments.runner import run_data, run_experiment
 from fairfl_core.models import build_model
 from fairfl_core.sim.context import Simulation
+from fairfl_core.sim.devices import resolve_device
 from fairfl_core.sim.engine import Engine
 from fairfl_core.sim.rows import RowsBatcher, RunDied
 

@@ -13,6 +13,7 @@ import yaml
 
 from fairfl_core.data.build import DataSpec
 from fairfl_core.dataclass_io import build_dataclass
+from fairfl_core.sim.context import TrainConfig
 from fairfl_core.sim.faults import FaultConfig
 
 __all__ = [
@@ -45,22 +46,6 @@ class AlgorithmSpec:
 # a day of rounds at fairfl's fastest (~10 ms per round). A larger value is a typo (1e10 for 1e4) that would
 # run, and append round records, for ever.
 MAX_ROUNDS = 10**7
-
-
-@dataclass
-class TrainConfig:
-    """Round protocol. Exactly one of ``local_steps`` / ``local_epochs`` is set. ``rounds`` is at most
-    ``MAX_ROUNDS``."""
-
-    rounds: int = 100
-    clients_per_round: int = 10
-    batch_size: int = 50
-    lr: float = 0.1
-    local_steps: int | None = 10
-    local_epochs: int | None = None
-    lr_decay: float = 1.0
-    momentum: float = 0.0
-    weight_decay: float = 0.0
 
 
 @dataclass
@@ -104,13 +89,18 @@ class ExperimentConfig:
         return asdict(self)
 
     def validate(self) -> ExperimentConfig:
+        """Check ranges and names and the algorithm's hyperparameters (:meth:`checked_hyper`); ``self``."""
+        self.checked_hyper()
+        return self
+
+    def checked_hyper(self) -> Any:
         """Check ranges and names, and build the algorithm's ``Hyper`` (its fields' checks), before any work
-        starts; raise ``ValueError`` naming the field and the allowed values. Every number was checked to be
-        finite when the config was read (`dataclass_io`)."""
+        starts; raise ``ValueError`` naming the field and the allowed values; the ``Hyper`` the run uses.
+        Every number was checked to be finite when the config was read (`dataclass_io`)."""
         from fairfl_core.algorithms.base import algorithm_class, make_hyper
-        from fairfl_core.experiments.runner import parse_device
         from fairfl_core.models import MODELS
         from fairfl_core.sim.client_map import CLIENT_AXES
+        from fairfl_core.sim.devices import parse_device
         from fairfl_core.sim.precision import PRECISIONS
 
         _require(self.seed >= 0, "seed", self.seed, "a non-negative integer")
@@ -177,8 +167,9 @@ class ExperimentConfig:
         except ValueError:
             _require(False, "engine.device", self.engine.device, "'auto', 'cpu', 'cuda' or 'cuda:N'")
         _require(self.model.name in MODELS, "model.name", self.model.name, f"one of {sorted(MODELS)}")
-        make_hyper(algorithm_class(self.algorithm.name).Hyper, self.algorithm.params, "algorithm.params")
-        return self
+        return make_hyper(
+            algorithm_class(self.algorithm.name).Hyper, self.algorithm.params, "algorithm.params"
+        )
 
 
 def _require(ok: bool, name: str, value: Any, allowed: str) -> None:

@@ -25,7 +25,7 @@ import torch
 from tqdm.auto import tqdm
 
 from fairfl_core import metrics
-from fairfl_core.algorithms.base import algorithm_class, build_algorithm, make_hyper
+from fairfl_core.algorithms.base import algorithm_class
 from fairfl_core.data.build import DataSpec, make_federated
 from fairfl_core.data.federated import FederatedDataset
 from fairfl_core.experiments.config import ExperimentConfig, config_hash
@@ -34,6 +34,7 @@ from fairfl_core.models import build_model
 from fairfl_core.numbers_version import numbers_version
 from fairfl_core.provenance import provenance
 from fairfl_core.sim.context import Simulation
+from fairfl_core.sim.devices import parse_device, resolve_device
 from fairfl_core.sim.engine import Engine
 from fairfl_core.sim.protocol import ClientEngine
 from fairfl_core.sim.rows import PoolRegistry, RowsBatcher
@@ -45,8 +46,6 @@ __all__ = [
     "eval_summary",
     "evaluate",
     "federated_data",
-    "parse_device",
-    "resolve_device",
     "run_data",
     "run_experiment",
     "run_numbers_version",
@@ -62,38 +61,6 @@ class RunResult:
     @property
     def status(self) -> str:
         return self.summary["status"]
-
-
-def parse_device(name: str) -> torch.device | None:
-    """``name`` as a torch device, None for ``auto``; ``ValueError`` naming the valid forms for anything
-    else. Does not look at the hardware (see :func:`resolve_device`)."""
-    if name == "auto":
-        return None
-    try:
-        device = torch.device(name)
-    except (RuntimeError, TypeError):
-        device = None
-    if device is None or device.type not in ("cpu", "cuda"):
-        raise ValueError(
-            f"device {name!r} is not one fairfl runs on: use 'auto', 'cpu', 'cuda' or 'cuda:N' "
-            "(--device, engine.device, device=)"
-        )
-    return device
-
-
-def resolve_device(name: str) -> torch.device:
-    """The device ``name`` denotes on this machine (``auto``: CUDA when available, else the CPU)."""
-    device = parse_device(name)
-    if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"engine.device={name!r} but CUDA is not available here; use 'cpu' or 'auto'")
-    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
-        raise ValueError(
-            f"device {name!r}: this machine has {torch.cuda.device_count()} CUDA device(s); use 'cuda:0' "
-            "up to the last one, or 'auto'"
-        )
-    return device
 
 
 @lru_cache(maxsize=4)
@@ -263,10 +230,9 @@ def _resumable(store: RunStore, algo, start: int, cfg: ExperimentConfig) -> bool
     )
 
 
-def resolved_hyper(cfg: ExperimentConfig) -> dict[str, Any]:
-    """The algorithm's hyperparameters with every default filled in, as JSON stores them. The config hash
-    covers only the fields a config sets, so a cached run is checked against these (``run_experiment``)."""
-    hyper = make_hyper(algorithm_class(cfg.algorithm.name).Hyper, cfg.algorithm.params, "algorithm")
+def resolved_hyper(hyper: Any) -> dict[str, Any]:
+    """A built ``Hyper`` with every default filled in, as JSON stores it. The config hash covers only the
+    fields a config sets, so a cached run is checked against these (:func:`stale`)."""
     return json.loads(json.dumps(dataclasses.asdict(hyper), default=str))
 
 
@@ -283,14 +249,15 @@ def run_numbers_version(cfg: ExperimentConfig) -> str:
     return numbers_version(cfg.algorithm.name, cfg.model.name)
 
 
-def stale(summary: dict[str, Any], cfg: ExperimentConfig) -> str | None:
+def stale(summary: dict[str, Any], cfg: ExperimentConfig, hyper: Any = None) -> str | None:
     """Why a finished run's ``summary`` does not stand for ``cfg`` under this code, or None when it does:
-    another numbers version (or none recorded), or other resolved hyperparameters."""
+    another numbers version (or none recorded), or other resolved hyperparameters (``hyper``: ``cfg``'s
+    built ``Hyper``, built here when not given)."""
     recorded, current = summary.get("numbers_version"), run_numbers_version(cfg)
     if recorded != current:
         was = recorded or "not recorded (a run older than numbers versions)"
         return f"computed by numbers version {was}, this code computes {current}"
-    changed = _changed(summary.get("algorithm_hyper"), resolved_hyper(cfg))
+    changed = _changed(summary.get("algorithm_hyper"), resolved_hyper(hyper or cfg.checked_hyper()))
     if changed:
         return f"the cached run used other values of {changed} (an algorithm default changed since)"
     return None
@@ -348,7 +315,7 @@ def run_experiment(
 ) -> RunResult:
     """Run ``cfg`` to the end (or resume it) under ``results_dir`` and return its result. ``rows``: train
     together with the other runs of this batcher (``sim/rows.py``), with the same numbers as alone."""
-    cfg.validate()
+    hyper = cfg.checked_hyper()
     parse_device(device or cfg.engine.device)
     if cfg.engine.precision != "exact":
         warnings.warn(
@@ -359,10 +326,9 @@ def run_experiment(
         )
     store = RunStore(writable_results_dir(results_dir) / config_hash(cfg))
     store.open(cfg.to_dict())
-    hyper, version = resolved_hyper(cfg), run_numbers_version(cfg)
     if resume and store.is_done():
         cached = store.summary()  # None (with a warning) when corrupt: recomputed
-        why = None if cached is None else stale(cached, cfg)
+        why = None if cached is None else stale(cached, cfg, hyper)
         if cached is not None and why is None:
             return RunResult(store.path, cached)
         if why is not None:
@@ -371,11 +337,23 @@ def run_experiment(
     engine = build_engine(cfg, device, pools=None if rows is None else rows.pools)
     if rows is not None:
         rows.attach(engine)
-    dev, data = engine.device, engine.data
     sim = Simulation(engine, cfg.train, cfg.seed, cfg.faults)
-    algo = build_algorithm(cfg.algorithm.name, sim, cfg.algorithm.params)
+    version = run_numbers_version(cfg)
+    algo, start = _start(store, cfg, sim, hyper, version, resume)
+    status, diverged_at = _train(algo, sim, store, cfg, start, version, progress)
+    summary = _summary(store, cfg, sim, hyper, version, status, diverged_at)
+    store.save_checkpoint(summary["rounds"], algo.state_dict(), version)
+    store.finish(summary)
+    return RunResult(store.path, summary)
 
-    start, status, diverged_at = 0, "complete", None
+
+def _start(
+    store: RunStore, cfg: ExperimentConfig, sim: Simulation, hyper: Any, version: str, resume: bool
+) -> tuple[Any, int]:
+    """The algorithm and the round it starts from: the last checkpoint that can be continued
+    (:func:`_resumable`), or round 0 with its first evaluation recorded."""
+    cls = algorithm_class(cfg.algorithm.name)
+    algo = cls(sim, hyper)
     refused = []
 
     def continues(round_: int, state: dict[str, Any]) -> bool:
@@ -387,21 +365,28 @@ def run_experiment(
             f"{store.path}: the checkpoint of round {round_} cannot be continued (records before it are "
             "missing, or the run had diverged there)",
             RecoveryWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
         return False
 
-    ck = store.load_checkpoint(dev, version, continues) if resume else None
+    ck = store.load_checkpoint(sim.engine.device, version, continues) if resume else None
     if ck is not None:
-        start = ck[0]  # ``continues`` loaded its state
-        store.truncate(start)
-    else:
-        if refused:  # a refused state was loaded into algo: start from a fresh one
-            warnings.warn(f"{store.path}: recomputing the run from round 0", RecoveryWarning, stacklevel=2)
-            algo = build_algorithm(cfg.algorithm.name, sim, cfg.algorithm.params)
-        store.truncate(-1)
-        store.append("evals", {**evaluate(algo, sim, 0), "wall_time": 0.0})
+        store.truncate(ck[0])  # ``continues`` loaded its state
+        return algo, ck[0]
+    if refused:  # a refused state was loaded into algo: start from a fresh one
+        warnings.warn(f"{store.path}: recomputing the run from round 0", RecoveryWarning, stacklevel=3)
+        algo = cls(sim, hyper)
+    store.truncate(-1)
+    store.append("evals", {**evaluate(algo, sim, 0), "wall_time": 0.0})
+    return algo, 0
 
+
+def _train(
+    algo, sim: Simulation, store: RunStore, cfg: ExperimentConfig, start: int, version: str, progress: bool
+) -> tuple[str, int | None]:
+    """Rounds ``start`` … ``train.rounds``: records, evaluations and checkpoints as the config says;
+    ``(status, diverged round)``: ``"complete"``, or ``"diverged"`` at the first non-finite parameter or
+    loss."""
     rounds, every = cfg.train.rounds, cfg.eval.every
     t0 = time.perf_counter()
     bar = tqdm(
@@ -413,8 +398,8 @@ def run_experiment(
         unit="round",
         leave=False,
     )
-    last = None
     pending = PendingRounds()
+    status, diverged_at = "complete", None
     for t in bar:
         tick = time.perf_counter()
         try:
@@ -446,28 +431,38 @@ def run_experiment(
         if checkpoints:
             store.save_checkpoint(t + 1, algo.state_dict(), version)
     bar.close()
+    return status, diverged_at
 
+
+def _summary(
+    store: RunStore,
+    cfg: ExperimentConfig,
+    sim: Simulation,
+    hyper: Any,
+    version: str,
+    status: str,
+    diverged_at: int | None,
+) -> dict[str, Any]:
+    """The run's ``summary.json``: its last finite evaluation (a run that diverged at an evaluation, with
+    finite parameters and non-finite losses, is summarised by the one before, as one whose parameters went
+    non-finite is), its identity and provenance."""
     evals = store.records("evals")
-    # a run that diverged at an evaluation (finite parameters, non-finite losses) is summarised by its last
-    # evaluation before the divergence, as one whose parameters went non-finite is
     final = next(e for e in reversed(evals) if np.isfinite(e["client_loss"]).all() or e is evals[0])
-    summary = {
+    data = sim.data
+    return {
         "status": status,
         "diverged_round": diverged_at,
         "name": cfg.name,
         "algorithm": cfg.algorithm.name,
-        "algorithm_hyper": hyper,
+        "algorithm_hyper": resolved_hyper(hyper),
         "dataset": data.label(),
         "seed": cfg.seed,
         "rounds": final["round"],
         "hash": store.path.name,
         "numbers_version": version,
         "seconds_per_round": float(np.mean([r["seconds"] for r in store.records("rounds")] or [0.0])),
-        "device": str(dev),
+        "device": str(sim.engine.device),
         "provenance": provenance(),
         "data_files": data.meta["dataset_meta"].get("data_files", []),
         **eval_summary(final, sim.groups),
     }
-    store.save_checkpoint(final["round"], algo.state_dict(), version)
-    store.finish(summary)
-    return RunResult(store.path, summary)

@@ -44,8 +44,9 @@ from tqdm.auto import tqdm
 
 from fairfl_core.experiments.config import ExperimentConfig, apply_overrides, config_hash
 from fairfl_core.experiments.ray_executor import ray_executor
-from fairfl_core.experiments.runner import RunResult, cached_run, parse_device, resolve_device, run_experiment
+from fairfl_core.experiments.runner import RunResult, cached_run, run_experiment
 from fairfl_core.experiments.store import writable_results_dir
+from fairfl_core.sim.devices import parse_device, resolve_device
 from fairfl_core.sim.rows import RowsBatcher
 
 __all__ = ["EXECUTORS", "FROM_ARCHIVE", "RunsMissing", "SweepOutcome", "expand_sweep", "run_sweep"]

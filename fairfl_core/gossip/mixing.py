@@ -28,7 +28,6 @@ import torch
 from numpy.typing import ArrayLike
 
 from fairfl_core.gossip.topology import DOUBLY_STOCHASTIC_ATOL, check_mixing_matrix
-from fairfl_core.sim.transfer import to_device
 
 __all__ = ["SPARSE_DENSITY", "Mixer", "gossip", "consensus_error", "peer_messages"]
 
@@ -52,7 +51,7 @@ class Mixer:
     def _matrix(self, like: torch.Tensor) -> torch.Tensor:
         key = (like.dtype, like.device)
         if key not in self._cache:
-            W = to_device(self.W, like.device, like.dtype)
+            W = torch.as_tensor(self.W, dtype=like.dtype).to(like.device)  # once per run: no host wait
             self._cache[key] = W.to_sparse().coalesce() if self.sparse else W
         return self._cache[key]
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import zlib
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -12,10 +11,23 @@ from fairfl_core.sim.faults import FaultConfig, RoundFaults, draw_faults
 from fairfl_core.sim.local import LocalSpec
 from fairfl_core.sim.protocol import ClientEngine
 
-if TYPE_CHECKING:
-    from fairfl_core.experiments.config import TrainConfig
+__all__ = ["Simulation", "TrainConfig"]
 
-__all__ = ["Simulation"]
+
+@dataclass
+class TrainConfig:
+    """Round protocol (a config's ``train`` section). Exactly one of ``local_steps`` / ``local_epochs`` is
+    set; ``rounds`` is at most ``experiments.config.MAX_ROUNDS``."""
+
+    rounds: int = 100
+    clients_per_round: int = 10
+    batch_size: int = 50
+    lr: float = 0.1
+    local_steps: int | None = 10
+    local_epochs: int | None = None
+    lr_decay: float = 1.0
+    momentum: float = 0.0
+    weight_decay: float = 0.0
 
 
 class Simulation:
