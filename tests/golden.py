@@ -219,7 +219,8 @@ def compute(names: list[str] | None = None) -> dict[str, Any]:
             else:
                 cfg = ExperimentConfig.from_dict(configs[name])
                 store = RunStore(run_experiment(cfg, tmp, progress=False).path)
-                evals, rounds, hyper = store.records("evals"), store.records("rounds"), resolved_hyper(cfg)
+                evals, rounds = store.records("evals"), store.records("rounds")
+                hyper = resolved_hyper(cfg.checked_hyper())
                 version = run_numbers_version(cfg)
             out["goldens"][name] = {
                 "numbers_version": version,
