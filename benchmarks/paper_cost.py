@@ -106,11 +106,16 @@ def stack_seconds(stack, device, steps: int = 3) -> float | None:
     return (time.perf_counter() - tick) / timed
 
 
-def step_seconds(algo, device, steps: int = 3) -> tuple[float | None, int]:
-    """``(seconds, count)``: :func:`stack_seconds` of round 0's local training and the round's step count."""
+def step_seconds(algo, device, steps: int = 3) -> tuple[float | None, float]:
+    """``(seconds, count)``: :func:`stack_seconds` of round 0's local training and the round's step count, in
+    steps of the whole stack. A stack that leaves idle clients out of a step (the loop client axis) computes
+    only its clients' own steps: there the count is their steps over its clients (the timed first steps have
+    every client active)."""
     clients, start, spec = first_plan(algo)
     stack = algo.sim.engine.stack(clients, start, spec, seed=0)
-    return stack_seconds(stack, device, steps), stack.schedule.num_steps
+    schedule = stack.schedule
+    count = float(schedule.active.sum()) / len(schedule.active) if stack.skips_idle_rows else schedule.num_steps
+    return stack_seconds(stack, device, steps), count
 
 
 def step_estimate(algo, device, steps: int = 3) -> float | None:
