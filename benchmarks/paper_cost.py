@@ -115,7 +115,8 @@ def step_seconds(algo, device, steps: int = 3) -> tuple[float | None, float]:
     clients, start, spec = first_plan(algo)
     stack = algo.sim.engine.stack(clients, start, spec, seed=0)
     schedule = stack.schedule
-    count = float(schedule.active.sum()) / len(schedule.active) if stack.skips_idle_rows else schedule.num_steps
+    skips = stack.skips_idle_rows
+    count = float(schedule.active.sum()) / len(schedule.active) if skips else schedule.num_steps
     return stack_seconds(stack, device, steps), count
 
 
