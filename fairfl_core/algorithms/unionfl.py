@@ -3,7 +3,9 @@ selection penalised for clients chosen in the last ``window`` rounds,
 
     h_t(S) = G(S) − μ · |U_t ∩ S|,        U_t = S_{t−window} ∪ … ∪ S_{t−1}     (``selection/submodular.py``)
 
-maximised by stochastic greedy with r candidates per step, then FedAvg's local SGD and an unweighted average.
+maximised by stochastic greedy with r candidates per step, then local SGD and an unweighted average. The
+local step carries the proximal term at the Hyper's ``mu``, which is also eq. 14's μ (a defect kept until its
+numbers are recomputed: ``papers/submodular_selection/readings.md``).
 μ = 0 is DivFL with the same settings. The distances and the greedy are DivFL's selector
 (``divfl.ClientSelector``); h_t is the objective this file gives it.
 
@@ -60,7 +62,6 @@ class UnionFL(FedAvg):
         self.state["history"] = np.full((0, sim.train.clients_per_round), -1, dtype=np.int64)
 
     def configure(self, t: int) -> Plan:
-        # hp.mu is eq. 14's μ and, through DivFLHyper's Proximal group, the local step's proximal weight too
         return Plan(self.choose(t), proximal_spec(self.sim, t, self.hp.mu, self.w))
 
     def choose(self, t: int) -> np.ndarray:
