@@ -4,10 +4,9 @@ w ← w + η_g Σ_k p_k (w_k − w), with p_k ∝ n_k over the clients whose upl
 (``weighting``). The three steps are pure helpers (``select_clients``, ``average_weights``, ``averaged``)
 that other algorithms reuse; the algorithm itself is the contract of ``base.py`` at its simplest.
 
-The server step (``server_update``) is w + η_g Δ on the pseudo-gradient Δ = Σ_k p_k (w_k − w), ``averaged``'s
-arithmetic. FedOpt (Reddi et al., ICLR 2021, Alg. 2) replaces it by an optimiser: an algorithm that sets
-``server_optimizer`` (``fedopt.py``: FedAdam, ...) keeps the optimiser's moments in ``state`` and steps
-with it.
+FedOpt (Reddi et al., ICLR 2021, Alg. 2) replaces the server's step by an optimiser on the pseudo-gradient
+Δ = Σ_k p_k (w_k − w): an algorithm that sets ``server_optimizer`` (``fedopt.py``: FedAdam, ...) keeps the
+optimiser's moments in ``state`` and steps with it.
 """
 
 from __future__ import annotations
@@ -66,11 +65,7 @@ class FedAvg(FederatedAlgorithm):
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         p = average_weights(self.sim, uploads.clients, self.hp, self.w)
-        return Update(self.server_update(p @ (uploads.params - self.w)), p, self.hp.server_lr)
-
-    def server_update(self, delta: torch.Tensor) -> torch.Tensor:
-        """The new w from the pseudo-gradient Δ = ``delta`` [P]: w + η_g Δ, or the ``server_optimizer``'s step
-        (which updates its moments in ``self.state``)."""
         if self.server_optimizer is None:
-            return self.w + self.hp.server_lr * delta
-        return self.server_optimizer.step(self.state, self.w, delta, self.hp)
+            return Update(averaged(self.w, uploads.params, p, self.hp.server_lr), p, self.hp.server_lr)
+        w = self.server_optimizer.step(self.state, self.w, p @ (uploads.params - self.w), self.hp)
+        return Update(w, p, self.hp.server_lr)

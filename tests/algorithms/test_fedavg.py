@@ -4,7 +4,7 @@ import torch
 
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.algorithms.base import Plan
-from fairfl_core.algorithms.fedavg import average_weights, averaged, select_clients
+from fairfl_core.algorithms.fedavg import average_weights, select_clients
 from fairfl_core.selection import sample_clients
 from tests.algorithms.conftest import run_rounds, tiny_sim, uploads_of
 from tests.rounding import assert_close
@@ -61,15 +61,6 @@ def test_proximal_algorithms_send_the_proximal_term_towards_the_received_model(n
     algo = build_algorithm(name, tiny_sim(), {"mu": 0.3})
     spec = algo.configure(0).spec
     assert spec.prox_mu == 0.3 and spec.prox_ref is algo.w
-
-
-def test_server_update_is_the_average_bit_for_bit():
-    # w + η_g Δ on Δ = Σ_k p_k (w_k − w): the same operations, in the same order, as averaged
-    algo = build_algorithm("fedavg", tiny_sim(), {"server_lr": 0.7})
-    w = algo.w
-    params = torch.stack([w + 1.0, w - 2.0, 3.0 * w])
-    p = torch.tensor([0.2, 0.3, 0.5], dtype=w.dtype)
-    assert torch.equal(algo.server_update(p @ (params - w)), averaged(w, params, p, 0.7))
 
 
 def test_sampling_errors_name_the_problem():

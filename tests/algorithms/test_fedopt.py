@@ -197,7 +197,7 @@ def test_default_tau_follows_each_methods_paper():
     # m = 0.1 · 0.1 = 0.01, v = 0.99e-6 + 0.01 · 0.01 = 1.0099e-4, w = 0.01 · 0.01 / (√1.0099e-4 + 1e-3)
     adam = build_algorithm("fedadam", tiny_sim())
     w0 = adam.w.clone()
-    w = adam.server_update(torch.full_like(w0, 0.1))
+    w = adam.server_optimizer.step(adam.state, w0, torch.full_like(w0, 0.1), adam.hp)
     # one step by hand, read back as w − w0: that difference carries the rounding of w (magnitude |w0|)
     step = torch.full_like(w0, 1e-4 / (math.sqrt(1.0099e-4) + 1e-3))
     assert_close(w - w0, step, **by_hand(1), scale=float(w0.abs().max()) + 0.01, what="step")
