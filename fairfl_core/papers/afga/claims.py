@@ -25,8 +25,12 @@ sampling"): AFGA against FedAMSGrad in accuracy, in every table that claims it.
 from __future__ import annotations
 
 import math
+from collections.abc import Container, Sequence
 from dataclasses import replace
+from pathlib import Path
+from typing import SupportsInt
 
+import numpy.typing as npt
 import pandas as pd
 
 from fairfl_core import metrics
@@ -113,14 +117,14 @@ def r_target(experiment: str, runs: pd.DataFrame) -> float:
     return experiments.target(experiment) * float(best_ours) / float(best_paper)
 
 
-def _round_reached(rounds, accuracies, target: float) -> float:
+def _round_reached(rounds: npt.ArrayLike, accuracies: npt.ArrayLike, target: float) -> float:
     """R# (:func:`fairfl_core.metrics.rounds_to_target`) as a table cell: NaN, printed "R+", when never
     reached."""
     r = metrics.rounds_to_target(accuracies, target, rounds)
     return math.nan if r is None else float(r)
 
 
-def _curve(path) -> pd.DataFrame:
+def _curve(path: str | Path) -> pd.DataFrame:
     evals = pd.DataFrame(RunStore(path).records("evals"))
     return evals.loc[evals["round"] > 0, ["round", "global_acc"]]
 
@@ -162,7 +166,7 @@ def rounds_to_target_of_mean(runs: pd.DataFrame, target: float) -> pd.Series:
 
 def table7_hours(
     runs: pd.DataFrame,
-    targets=(70.0, 75.0, 78.0, 80.0),
+    targets: Sequence[float] = (70.0, 75.0, 78.0, 80.0),
     model: CommCostModel | None = None,
     scale: float = 1.0,
 ) -> pd.DataFrame:
@@ -648,7 +652,7 @@ TABLE7_SENTENCE = (
 )
 
 
-def table7_source(names) -> str:
+def table7_source(names: Container[str]) -> str:
     """The runs Table 7 is computed from: the paper's Setting 1 (``afga_table1_s1``) where it ran, else
     Setting 2 (``afga_table1_s2``, the quick profile)."""
     return "afga_table1_s1" if "afga_table1_s1" in names else "afga_table1_s2"
@@ -659,13 +663,13 @@ def table7_scale(runs: pd.DataFrame, source: str) -> float:
     return float(runs["target"].iloc[0]) / experiments.target(source)
 
 
-def _gossip_steps(algorithm: str, local_steps) -> int:
+def _gossip_steps(algorithm: str, local_steps: SupportsInt) -> int:
     return int(local_steps) if algorithm in GOSSIPING else 0
 
 
 def table7_runs(
     runs: pd.DataFrame,
-    targets=TABLE7_TARGETS,
+    targets: Sequence[float] = TABLE7_TARGETS,
     model: CommCostModel | None = None,
     scale: float = 1.0,
 ) -> pd.DataFrame:
@@ -673,7 +677,9 @@ def table7_runs(
     the hours of one round, and ``hours_to_<target>_censored``: a run that never reaches the target counts as
     its last round + 1, as in every per-run R# (a lower bound, the paper's "R+"), and is censored."""
     model = model or CommCostModel()
-    columns: dict[str, list] = {f"hours_to_{t:g}{c}": [] for t in targets for c in ("", "_censored")}
+    columns: dict[str, list[float | bool]] = {
+        f"hours_to_{t:g}{c}": [] for t in targets for c in ("", "_censored")
+    }
     for _, run in runs.iterrows():
         curve = _curve(run["path"])
         steps = _gossip_steps(run["config.algorithm.name"], run["config.train.local_steps"])
@@ -706,7 +712,7 @@ def table7_table(
     return table, caption
 
 
-def table7_claims(setting: int = 1, targets=TABLE7_TARGETS) -> list[Claim]:
+def table7_claims(setting: int = 1, targets: Sequence[float] = TABLE7_TARGETS) -> list[Claim]:
     """App. B.1.1 on Table 7: AFGA and CAFGA reach "high accuracy" (:data:`TABLE7_HIGH`, the table's highest
     target) in fewer simulated hours than FedAMSGrad; the other targets are the package's observations (the
     paper's own AFGA is slower than FedAMSGrad there). ``setting``: the runs' setting; other than the

@@ -20,6 +20,7 @@ evaluations). Every profile says what it changes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -185,11 +186,11 @@ def _cifar10_profiles(
 def _register(
     name: str,
     description: str,
-    methods,
-    profiles_,
+    methods: tuple[Method, ...],
+    profiles_: Mapping[str, Profile],
     table: str | None,
     config: str = "afga_cifar10_convmixer.yaml",
-    datasets=None,
+    datasets: Mapping[str, str] | None = None,
     column: str | None = None,
 ) -> None:
     datasets = datasets or {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}
@@ -248,9 +249,9 @@ def _scaled(
     smoke: tuple[str, ...],
     quick: tuple[str, ...],
     quick_note: str,
-    paper,
+    paper: tuple[int, tuple[str, ...]],
     smoke_methods: tuple[Method, ...] | None = None,
-):
+) -> dict[str, Profile]:
     """Profiles of the other tables: ``smoke`` / ``quick`` / ``paper`` overrides after the setting's."""
     n, m = SETTINGS[setting]
     base = setting_overrides(setting)

@@ -11,6 +11,7 @@ docstring. At p = 0 the runs are exactly Table 1's runs (same config hash).
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 import pandas as pd
@@ -25,7 +26,7 @@ STRAGGLER = (0.5, 0.5)  # (p, straggler_work) of the straggler rows
 COMPARED = (FEDAVG, next(m for m in TABLE1 if m.algorithm == "qffl"), FEDEBA_PLUS)
 
 
-def _variants():
+def _variants() -> Iterator[tuple[Method, float, str]]:
     """(compared method, p, kind) of every run: each method at each dropout rate, then as stragglers."""
     for kind, rates in (("dropout", RATES), ("straggler", STRAGGLER[:1])):
         for method in COMPARED:
@@ -57,7 +58,9 @@ def with_fault_columns(runs: pd.DataFrame) -> pd.DataFrame:
     return runs.assign(compared=runs["method"].map(compared), fault_kind=kind, p=rate)
 
 
-def dropout_effects(runs: pd.DataFrame, metrics=("global_acc", "var", "worst5", "best5")) -> pd.DataFrame:
+def dropout_effects(
+    runs: pd.DataFrame, metrics: Sequence[str] = ("global_acc", "var", "worst5", "best5")
+) -> pd.DataFrame:
     """Per compared method, the mean over seeds of each metric at every dropout rate (columns
     ``<metric> p=<p>``) and its change from p = 0 to the largest rate (``<metric> change``; for ``var`` in
     % of its p = 0 value)."""

@@ -24,6 +24,7 @@ ablation at the wider r are observations.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
 import numpy as np
@@ -340,7 +341,7 @@ def with_tuning(claim: Claim, runs: pd.DataFrame) -> Claim:
     )
 
 
-def accuracy_claims(datasets, table: int = 2) -> list[Claim]:
+def accuracy_claims(datasets: Iterable[str], table: int = 2) -> list[Claim]:
     """§5.3's accuracy claim as written: Equitable-FL's accuracy above every federated baseline's on each
     dataset but FEMNIST (C4), and the stated FEMNIST exception (C5: Cluster2 above Equitable-FL there,
     Table 2's only such cell; on Table 3, whose numbers are missing, the package's observation)."""

@@ -35,6 +35,7 @@ CIFAR-100 layout (4,400 / 4,800 / 5,000 are multiples of 40), GroupNorm on FEMNI
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from fairfl_core.data import stand_ins
@@ -104,7 +105,7 @@ def grid_methods(clusters: int) -> tuple[Method, ...]:
 
 
 # -- the four data settings: real files when present, else the labelled stand-in ------------------------
-def _groups(layout, per_client: int | None = None) -> str:
+def _groups(layout: Iterable[tuple[range, int, int | None]], per_client: int | None = None) -> str:
     """``data.partition_options`` listing the clusters ``(classes, clients, per class per client or None)``
     (None: the cluster's pool cut in equal shards, or ``per_client`` images each)."""
     groups = []
@@ -333,7 +334,7 @@ def _ablation(name: str) -> Experiment:
     )
 
 
-def _ablation_profiles(grid) -> dict[str, Profile]:
+def _ablation_profiles(grid: Callable[[bool], tuple[Method, ...]]) -> dict[str, Profile]:
     s = SETTINGS["cifar100"]
     return {
         "smoke": Profile(

@@ -37,7 +37,7 @@ import pandas as pd
 
 from fairfl_core import metrics
 from fairfl_core.algorithms.fedeba_plus import FedEBAPlusHyper
-from fairfl_core.experiments.profiles import Experiment, get_experiment
+from fairfl_core.experiments.profiles import Experiment, Method, get_experiment
 from fairfl_core.experiments.store import RunStore
 from fairfl_core.papers.fedeba_plus import TITLE
 from fairfl_core.papers.fedeba_plus.experiments import FEDAVG_MATCHED, FEDEBA_MATCHED, NOT_IMPLEMENTED
@@ -181,7 +181,7 @@ def as_variant(claims: list[Claim], why: str) -> list[Claim]:
     ]
 
 
-def _method(experiment: Experiment, label: str):
+def _method(experiment: Experiment, label: str) -> Method:
     return next(m for m in experiment.method_list() if m.label == label)
 
 

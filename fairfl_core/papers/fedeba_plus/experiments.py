@@ -283,7 +283,15 @@ def short_profiles(
 
 
 # -- the experiments --------------------------------------------------------------------------------------
-def register_table(name, description, config, methods, profiles, table=None, datasets=FMNIST):
+def register_table(
+    name: str,
+    description: str,
+    config: str,
+    methods: tuple[Method, ...],
+    profiles: Mapping[str, Profile],
+    table: str | None = None,
+    datasets: Mapping[str, str] = FMNIST,
+) -> None:
     paper = PaperTable(PAPER, table, datasets) if table else None
     register_experiment(Experiment(name, f"FedEBA+ {description}", config, profiles, methods, paper))
 

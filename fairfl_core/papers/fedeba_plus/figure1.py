@@ -4,6 +4,7 @@ local gradient step of size 1/4 from x_t = 0, aggregated by FedAvg, EBA (Eq. 4) 
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from fairfl_core.algorithms.fedeba import eba_weights
@@ -15,7 +16,7 @@ TOY_CURVATURE = np.array([2.0, 0.5])
 TOY_CENTRE = np.array([2.0, -4.0])
 
 
-def toy_losses(x) -> np.ndarray:
+def toy_losses(x: npt.ArrayLike) -> np.ndarray:
     """(F_1(x), F_2(x)) = (2(x − 2)², ½(x + 4)²) of the Fig. 1 toy."""
     return TOY_CURVATURE * (np.asarray(x, dtype=np.float64) - TOY_CENTRE) ** 2
 

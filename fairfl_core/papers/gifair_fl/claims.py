@@ -831,7 +831,9 @@ def lambda_checks(runs: pd.DataFrame, labels: tuple[str, ...], figure: str) -> p
         base |= {"size_source": STAND_IN_EFFECT if stand_in else "", "result": cells.pop("result")}
         return base | cells | {"stand_in_result": "", **scale, "source": source}
 
-    def compare(text: str, metric: str, op: str, lam: float, than: float, source: str, margin: float = 0.0):
+    def compare(
+        text: str, metric: str, op: str, lam: float, than: float, source: str, margin: float = 0.0
+    ) -> dict[str, object]:
         a, b = sample(lam, metric), sample(than, metric)
         o = seed_outcome(op, a, b, margin)
         return row(
