@@ -38,6 +38,7 @@ from torch import nn
 from torch.func import functional_call
 
 from fairfl_core.data.federated import SPLITS, FederatedDataset
+from fairfl_core.models.dropout import draws_from_torch
 from fairfl_core.models.lstm import use_kernel
 from fairfl_core.sim.batched_trainer import BatchedTrainer
 from fairfl_core.sim.batches import draw_schedule
@@ -134,7 +135,7 @@ class Engine:
                 f"engine.client_axis={client_axis!r} writes the LSTM's step out in the engine's dtype, not "
                 "under engine.precision='bf16': use client_axis 'loop' (or 'auto') for bf16"
             )
-        self.model_key = model_key  # equal for equal architectures (runs as rows stack by it; None: never)
+        self.model_key = model_key  # equal for equal architectures (:meth:`stack_identity`; None: never)
         self.trainer: Trainer
         if kind == "batched":
             self.trainer = BatchedTrainer(
@@ -163,8 +164,25 @@ class Engine:
 
     def use_trainer(self, wrap: Callable[[Trainer], Trainer]) -> None:
         """Train through ``wrap(trainer)`` from now on (``train``, ``train_pooled`` and ``stack`` call its
-        ``train`` and ``stack``): the rows executor's meeting (``sim/rows.py``)."""
+        ``train`` and ``stack``): the rows executor's meeting (``sim/rows/``)."""
         self.trainer = wrap(self.trainer)
+
+    def stack_identity(self) -> Hashable | None:
+        """What another engine must share for the clients of both to train as rows of one stack (runs as
+        rows, ``sim/rows/``): the same sample pool and labels (tensors), ``model_key``, dtype, device, client
+        axis and precision. None: never (no ``model_key``, or a model that draws dropout masks from torch's
+        generator)."""
+        if self.model_key is None or draws_from_torch(self.model):
+            return None
+        return (
+            id(self.data.x),
+            id(self.data.y),
+            self.model_key,
+            self.dtype,
+            str(self.device),
+            self.client_axis.name,
+            self.precision.mode,
+        )
 
     # -- parameters --------------------------------------------------------------------------------------
     def init_params(self) -> torch.Tensor:
