@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Hashable, Iterator
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 import torch
@@ -41,7 +41,7 @@ from fairfl_core.data.federated import SPLITS, FederatedDataset
 from fairfl_core.models.dropout import draws_from_torch
 from fairfl_core.models.lstm import use_kernel
 from fairfl_core.sim.batched_trainer import BatchedTrainer
-from fairfl_core.sim.batches import draw_schedule
+from fairfl_core.sim.batches import BatchSchedule, draw_schedule
 from fairfl_core.sim.client_map import ClientAxis, client_grad_and_value, client_map
 from fairfl_core.sim.client_stack import ClientStack
 from fairfl_core.sim.faults import completed_steps, truncate_schedule
@@ -62,6 +62,9 @@ __all__ = ["Engine", "TRAINERS", "batchnorm_rule"]
 
 TRAINERS = {"batched": BatchedTrainer, "sequential": SequentialTrainer}
 
+Args = ParamSpec("Args")
+R = TypeVar("R")
+
 
 def batchnorm_rule(model: nn.Module) -> nn.Module:
     """``model`` with every BatchNorm's step counter removed (in place): running statistics then follow the
@@ -79,11 +82,11 @@ def batchnorm_rule(model: nn.Module) -> nn.Module:
     return model
 
 
-def _in_precision(method):
+def _in_precision(method: Callable[Concatenate[Engine, Args], R]) -> Callable[Concatenate[Engine, Args], R]:
     """An evaluation's kernels in the engine's precision (``precision.py``: TF32 off when exact)."""
 
     @functools.wraps(method)
-    def evaluation(self, *args, **kwargs):
+    def evaluation(self: Engine, *args: Args.args, **kwargs: Args.kwargs) -> R:
         with self.precision.kernels():
             return method(self, *args, **kwargs)
 
@@ -256,7 +259,9 @@ class Engine:
         running = self.running if running is None else running
         return self.trainer.stack(start, spec, self.schedule(clients, spec, seed, work), running)
 
-    def schedule(self, clients: np.ndarray, spec: LocalSpec, seed: int, work: np.ndarray | None = None):
+    def schedule(
+        self, clients: np.ndarray, spec: LocalSpec, seed: int, work: np.ndarray | None = None
+    ) -> BatchSchedule:
         """The clients' minibatch streams for one round (``batches.py``), truncated for stragglers."""
         clients = np.asarray(clients)
         index, _ = self._padded["train"]
@@ -331,7 +336,9 @@ class Engine:
         kc = self.chunk_size or len(clients)
         return kc, max(1, min(width, samples // max(kc, 1)))
 
-    def _padded_chunks(self, clients: np.ndarray, split: str, samples: int | None = None):
+    def _padded_chunks(
+        self, clients: np.ndarray, split: str, samples: int | None = None
+    ) -> Iterator[tuple[slice, torch.Tensor, torch.Tensor]]:
         """Yield (rows, sample index [kc, cs], mask [kc, cs]) over client and sample chunks of at most
         ``samples`` samples (default ``eval_batch``)."""
         index, counts = self._padded[split]
@@ -346,8 +353,12 @@ class Engine:
             for c0 in range(0, width, cs):
                 yield rows, idx[:, c0 : c0 + cs], mask[:, c0 : c0 + cs]
 
-    def _losses_stacked(self, w, clients, split, sample_loss: SampleLoss):
-        def per_client(wk, x, y, m):
+    def _losses_stacked(
+        self, w: torch.Tensor, clients: np.ndarray, split: str, sample_loss: SampleLoss
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        def per_client(
+            wk: torch.Tensor, x: torch.Tensor, y: torch.Tensor, m: torch.Tensor
+        ) -> tuple[torch.Tensor, torch.Tensor]:
             out = self.logits(wk, x)
             return (sample_loss(out, y) * m).sum(), ((out.argmax(-1) == y) * m).sum()
 
@@ -392,7 +403,9 @@ class Engine:
             ):
                 samples, lstm = self.eval_batch, None
 
-        def loss_sum(params, x, y, m):
+        def loss_sum(
+            params: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor, m: torch.Tensor
+        ) -> torch.Tensor:
             out = functional_call(self.model, (params, self.buffers), (x,))
             return (sample_loss(out, y) * m).sum()
 
@@ -432,7 +445,7 @@ class Engine:
             raise ValueError(f"transform must be one of {sorted(TRANSFORMS)}, got {transform!r}")
         fn_h = TRANSFORMS[transform]
 
-        def feat_sum(wk, x, m):
+        def feat_sum(wk: torch.Tensor, x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
             return (fn_h(self._features(wk, x)) * m[:, None]).sum(0)
 
         fn = client_map(feat_sum, self.client_axis.mapped, in_dims=(0 if w.dim() == 2 else None, 0, 0))
