@@ -31,7 +31,7 @@ from fairfl_core.sim.params import ParamSpace
 from fairfl_core.sim.precision import Precision
 from fairfl_core.sim.transfer import to_device
 
-__all__ = ["BatchedStack", "BatchedTrainer", "ExplicitGradient", "GradientFn", "StepGradient"]
+__all__ = ["BatchedStack", "BatchedTrainer", "ExplicitGradient", "GradientFn", "StepGradient", "StepInputs"]
 
 Params = dict[str, torch.Tensor]  # {name: [R, ...]}
 
@@ -42,11 +42,23 @@ class StepGradient(Protocol):
     def add_to(self, tensors: list[torch.Tensor], alpha: float) -> None: ...
 
 
-# (params, running statistics, x, y, mask, scale [R] | None, dropout noise) → (gradient, objective [R])
-GradientFn = Callable[
-    [Params, Params, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, ...]],
-    tuple[StepGradient, torch.Tensor],
-]
+@dataclass
+class StepInputs:
+    """One step of the stepping rows: their parameters and running statistics ``{name: [R, ...]}`` (empty
+    without BatchNorm; the train-mode forward pass updates them in place), the minibatch ``x``, labels ``y``
+    and sample mask ``[R, B]``, the gradient scale ``[R]`` (None: 1) and each dropout layer's noise
+    ``[R, B, ...]`` (``batches.dropout_noise``)."""
+
+    params: Params
+    stats: Params
+    x: torch.Tensor
+    y: torch.Tensor
+    mask: torch.Tensor
+    scale: torch.Tensor | None
+    noise: tuple[torch.Tensor, ...]
+
+
+GradientFn = Callable[[StepInputs], tuple[StepGradient, torch.Tensor]]  # → (gradient, objective [R])
 
 
 class BatchedTrainer:
@@ -79,12 +91,8 @@ class BatchedTrainer:
         self.dropouts = model_dropouts(model, inputs, labels.device)
 
     def gradient_fn(self, spec: LocalSpec, clients: int = 1, batch: int = 1) -> GradientFn:
-        """``(params {name: [R, ...]}, stats, x, y, mask, scale [R] | None, noise) → (gradient, objective
-        [R])``; ``noise``: each dropout layer's ``[R, B, ...]`` (``batches.dropout_noise``); ``clients`` ×
-        ``batch``: the stack's shape (what ``client_axis="measure"`` times the LSTM's two steps at).
-
-        ``stats``: the rows' running statistics ``{name: [R, ...]}`` (empty without BatchNorm), updated in
-        place by the train-mode forward pass.
+        """``StepInputs → (gradient, objective [R])``; ``clients`` × ``batch``: the stack's shape (what
+        ``client_axis="measure"`` times the LSTM's two steps at).
 
         The gradient has ``add_to(tensors, alpha)``: the closed form of ``mlp_step.py`` for
         ``client_axis="bmm"`` (unless the spec brings its own ``loss``), the LSTM's written out by
@@ -98,35 +106,24 @@ class BatchedTrainer:
         if relu_mlp is not None and spec.loss is None:
             flattens = relu_mlp[0]
 
-            def closed_form(
-                params: Params,
-                stats: Params,
-                x: torch.Tensor,
-                y: torch.Tensor,
-                m: torch.Tensor,
-                scale: torch.Tensor | None,
-                noise: tuple[torch.Tensor, ...],
-            ) -> tuple[StepGradient, torch.Tensor]:
-                return mlp_gradient(flattens, list(params.values()), x, y, m, scale, objective)
+            def closed_form(s: StepInputs) -> tuple[StepGradient, torch.Tensor]:
+                return mlp_gradient(flattens, list(s.params.values()), s.x, s.y, s.mask, s.scale, objective)
 
             return closed_form
         lstm = self.client_axis.lstm
         if lstm is not None and self.writes_out_lstm(spec, clients, batch):
 
-            def written_out(
-                params: Params,
-                stats: Params,
-                x: torch.Tensor,
-                y: torch.Tensor,
-                m: torch.Tensor,
-                scale: torch.Tensor | None,
-                noise: tuple[torch.Tensor, ...],
-            ) -> tuple[StepGradient, torch.Tensor]:
-                grads, value = lstm_gradient(lstm, list(params.values()), x, y, m, scale, objective, *noise)
+            def written_out(s: StepInputs) -> tuple[StepGradient, torch.Tensor]:
+                params = list(s.params.values())
+                grads, value = lstm_gradient(lstm, params, s.x, s.y, s.mask, s.scale, objective, *s.noise)
                 return ExplicitGradient(grads), value
 
             return written_out
-        model, sample_loss = self.model, spec.loss
+        return self._autograd_fn(spec)
+
+    def _autograd_fn(self, spec: LocalSpec) -> GradientFn:
+        """:meth:`gradient_fn`'s gradient of the loss, mapped over the client axis."""
+        model, sample_loss, objective = self.model, spec.loss, spec.objective
         layers = [layer for layer, _ in self.dropouts]
 
         def loss(
@@ -146,19 +143,11 @@ class BatchedTrainer:
         randomness = "different" if draws_from_torch(model) else "error"
         mapped = client_grad_and_value(loss, self.client_axis.mapped, randomness=randomness)
 
-        def autograd(
-            params: Params,
-            stats: Params,
-            x: torch.Tensor,
-            y: torch.Tensor,
-            m: torch.Tensor,
-            scale: torch.Tensor | None,
-            noise: tuple[torch.Tensor, ...],
-        ) -> tuple[StepGradient, torch.Tensor]:
-            grads, value = mapped(params, stats, x, y, m, noise)
+        def autograd(s: StepInputs) -> tuple[StepGradient, torch.Tensor]:
+            grads, value = mapped(s.params, s.stats, s.x, s.y, s.mask, s.noise)
             g = list(grads.values())
-            if scale is not None:
-                torch._foreach_mul_(g, per_row(scale, g))
+            if s.scale is not None:
+                torch._foreach_mul_(g, per_row(s.scale, g))
             return ExplicitGradient(g), value
 
         return autograd
@@ -245,7 +234,7 @@ class BatchedStack(ClientStack[BatchedTrainer]):
         if not self.trainer.model.training:  # the engine's evaluations switch it to eval mode
             self.trainer.model.train()
         noise = self.noise(host_rows, steps)
-        grad, loss = self.gradient(params, running, x, y, m, step_scale, noise)
+        grad, loss = self.gradient(StepInputs(params, running, x, y, m, step_scale, noise))
         if on is not None:  # a row that does not step keeps its statistics too
             for n, old in before.items():
                 running[n].copy_(torch.where(per_row(on, [old])[0] > 0, running[n], old))

@@ -116,7 +116,7 @@ class Engine:
         client_axis: str = "auto",
         precision: str = "exact",
         model_key: Hashable | None = None,
-    ):
+    ) -> None:
         if kind not in TRAINERS:
             raise ValueError(f"engine.kind must be one of {sorted(TRAINERS)}, got {kind!r}")
         self.data = data
@@ -139,22 +139,7 @@ class Engine:
                 "under engine.precision='bf16': use client_axis 'loop' (or 'auto') for bf16"
             )
         self.model_key = model_key  # equal for equal architectures (:meth:`stack_identity`; None: never)
-        self.trainer: Trainer
-        if kind == "batched":
-            self.trainer = BatchedTrainer(
-                self.model,
-                self.space,
-                data.inputs,
-                data.y,
-                chunk_size,
-                self.client_axis,
-                self.stats_space,
-                self.precision,
-            )
-        else:
-            self.trainer = SequentialTrainer(
-                self.model, self.space, data.inputs, data.y, self.stats_space, self.precision
-            )
+        self.trainer: Trainer = self._own_trainer(kind)
         self._padded = {split: data.padded(split) for split in SPLITS}
         self._counts = {split: c.cpu().numpy() for split, (_, c) in self._padded.items()}
         self._flat = {
@@ -164,6 +149,25 @@ class Engine:
             )
             for split, (_, counts) in self._padded.items()
         }
+
+    def _own_trainer(self, kind: str) -> Trainer:
+        """The engine's ``kind`` trainer (``TRAINERS``) of its model and data, on its client axis and in its
+        precision."""
+        data = self.data
+        if kind == "batched":
+            return BatchedTrainer(
+                self.model,
+                self.space,
+                data.inputs,
+                data.y,
+                self.chunk_size,
+                self.client_axis,
+                self.stats_space,
+                self.precision,
+            )
+        return SequentialTrainer(
+            self.model, self.space, data.inputs, data.y, self.stats_space, self.precision
+        )
 
     def use_trainer(self, wrap: Callable[[Trainer], Trainer]) -> None:
         """Train through ``wrap(trainer)`` from now on (``train``, ``train_pooled`` and ``stack`` call its

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import torch
 
@@ -35,7 +35,7 @@ class RunDied(RuntimeError):
 
 class RowsTrainer:
     """An engine's trainer whose ``train`` meets the other runs' in a :class:`RowsBatcher`
-    (``RowsBatcher.attach``); ``stack`` and everything else are the engine's own trainer's (``inner``)."""
+    (``RowsBatcher.attach``); its ``stack`` is the engine's own trainer's (``inner``)."""
 
     def __init__(self, batcher: RowsBatcher, engine: Engine, inner: Trainer) -> None:
         self.batcher, self.engine, self.inner = batcher, engine, inner
@@ -58,11 +58,6 @@ class RowsTrainer:
         running: torch.Tensor | None = None,
     ) -> ClientStack:
         return self.inner.stack(start, spec, schedule, running)
-
-    def __getattr__(self, name: str) -> Any:  # the inner trainer's members, of any type
-        if name == "inner":  # not yet set (a copy being built)
-            raise AttributeError(name)
-        return getattr(self.inner, name)
 
 
 class RowsBatcher:
