@@ -2,7 +2,7 @@
 
 For each experiment, one representative run (its first config: first method, first seed) is timed for a
 few rounds alone, and ``--rows`` of its runs (its first configs) are timed trained together by the rows
-executor (``sim/rows.py``). One evaluation (every client's test split and the pooled test set) is timed too.
+executor (``sim/rows/``). One evaluation (every client's test split and the pooled test set) is timed too.
 The projection of the whole profile is
 
     runs × rounds × s_per_round  +  runs × (rounds / eval.every) × s_per_eval

@@ -10,7 +10,7 @@ with e = training FLOP/s of the batched engine / matmul FLOP/s.
 
 Usage: ``python benchmarks/round_speed.py [--rounds 50] [--device cpu] [--full-run] [--cnn-rounds 3]
 [--rows 5]``;
-``--rows N`` also times N runs of W1 (seeds 0…N−1) trained together as rows (``sim/rows.py``), with their
+``--rows N`` also times N runs of W1 (seeds 0…N−1) trained together as rows (``sim/rows/``), with their
 efficiency (N × a round's FLOPs over the wall time of a round of all N, against the matmul rate);
 ``--full-run`` also times a complete 2000-round FedAvg run of W1 with evaluation every 20 rounds
 (``fairfl run`` path); ``--cnn-rounds N`` (N > 0) also times FedEBA+'s CIFAR-10 CNN workload (the
@@ -88,7 +88,7 @@ class Workload:
 
 def rows_round(cfg: ExperimentConfig, device: torch.device, runs: int, rounds: int) -> float:
     """Wall seconds of one round of ``runs`` FedAvg runs of W1 (seeds 0, 1, …) trained together as rows
-    (``sim/rows.py``), after one warm-up round."""
+    (``sim/rows/``), after one warm-up round."""
     batcher = RowsBatcher(stack=True)
     data = batcher.pools.share(run_data(cfg, device))
     algos = []

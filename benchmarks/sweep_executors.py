@@ -2,7 +2,7 @@
 
 Every executor runs the same configs (an experiment's profile, its first ``--runs`` configs, every run
 shortened to ``--rounds`` rounds) into a fresh results directory, one after the other in this process, with
-``--workers`` processes (rows: ``sim/rows.py``, on CPUs one run per task unless ``stack=True``, with which
+``--workers`` processes (rows: ``sim/rows/``, on CPUs one run per task unless ``stack=True``, with which
 each process trains its contiguous share of the runs as rows; Ray: a local instance of ``--workers`` CPUs).
 Per-run torch threads: cores / workers.
 The last line is

@@ -188,6 +188,11 @@ class FederatedDataset:
         x = _gather(self.x, idx)
         return x.to(dtype) if x.is_floating_point() else x
 
+    def use_pool(self, other: FederatedDataset) -> None:
+        """Take ``other``'s sample pool, an equal one, and its normalised copies (runs as rows hold one copy,
+        ``sim/rows/memory.py``)."""
+        self.x, self._normalised = other.x, other._normalised
+
     def _normalise(self, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         x = x.to(dtype) / 255.0
         if self.mean is None:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
+import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call
@@ -20,16 +22,43 @@ from torch.func import functional_call
 from fairfl_core.models.dropout import draws_from_torch, model_dropouts, supplied_noise
 from fairfl_core.sim.batches import BatchSchedule, NoiseAhead
 from fairfl_core.sim.client_map import ClientAxis, client_grad_and_value, client_map
-from fairfl_core.sim.client_stack import ClientStack, per_row
+from fairfl_core.sim.client_stack import ClientStack, SampleInputs, per_row
 from fairfl_core.sim.feature_view import FeatureView
-from fairfl_core.sim.local import LocalResult, LocalSpec, combine, masked_mean_loss, take
+from fairfl_core.sim.local import LocalResult, LocalSpec, Tensors, combine, masked_mean_loss, take
 from fairfl_core.sim.lstm_step import lstm_gradient
 from fairfl_core.sim.mlp_step import mlp_gradient
 from fairfl_core.sim.params import ParamSpace
 from fairfl_core.sim.precision import Precision
 from fairfl_core.sim.transfer import to_device
 
-__all__ = ["BatchedStack", "BatchedTrainer", "ExplicitGradient"]
+__all__ = ["BatchedStack", "BatchedTrainer", "ExplicitGradient", "GradientFn", "StepGradient", "StepInputs"]
+
+Params = dict[str, torch.Tensor]  # {name: [R, ...]}
+
+
+class StepGradient(Protocol):
+    """The stepping rows' minibatch gradients, added into stacked per-parameter tensors."""
+
+    def add_to(self, tensors: list[torch.Tensor], alpha: float) -> None: ...
+
+
+@dataclass
+class StepInputs:
+    """One step of the stepping rows: their parameters and running statistics ``{name: [R, ...]}`` (empty
+    without BatchNorm; the train-mode forward pass updates them in place), the minibatch ``x``, labels ``y``
+    and sample mask ``[R, B]``, the gradient scale ``[R]`` (None: 1) and each dropout layer's noise
+    ``[R, B, ...]`` (``batches.dropout_noise``)."""
+
+    params: Params
+    stats: Params
+    x: torch.Tensor
+    y: torch.Tensor
+    mask: torch.Tensor
+    scale: torch.Tensor | None
+    noise: tuple[torch.Tensor, ...]
+
+
+GradientFn = Callable[[StepInputs], tuple[StepGradient, torch.Tensor]]  # → (gradient, objective [R])
 
 
 class BatchedTrainer:
@@ -39,13 +68,13 @@ class BatchedTrainer:
         self,
         model: nn.Module,
         space: ParamSpace,
-        inputs: Callable,
+        inputs: SampleInputs,
         labels: torch.Tensor,
         chunk_size: int | None = None,
         client_axis: ClientAxis | None = None,
         stats_space: ParamSpace | None = None,
         precision: Precision | None = None,
-    ):
+    ) -> None:
         """``client_axis``: the engine's (default: ``vmap``); ``precision``: the engine's (default: exact)."""
         self.model, self.space, self.stats_space = model, space, stats_space
         self.inputs, self.labels = inputs, labels
@@ -54,20 +83,16 @@ class BatchedTrainer:
         self.precision = precision or Precision("exact", labels.device.type)
         view = FeatureView(model)
 
-        def features(params, stats, x):
+        def features(params: Params, stats: Params, x: torch.Tensor) -> torch.Tensor:
             tensors = {f"inner.{n}": t for n, t in {**params, **stats}.items()}
             return functional_call(view, tensors, (x,))
 
         self.features = client_map(features, self.client_axis.mapped)
         self.dropouts = model_dropouts(model, inputs, labels.device)
 
-    def gradient_fn(self, spec: LocalSpec, clients: int = 1, batch: int = 1) -> Callable:
-        """``(params {name: [R, ...]}, stats, x, y, mask, scale [R] | None, noise) → (gradient, objective
-        [R])``; ``noise``: each dropout layer's ``[R, B, ...]`` (``batches.dropout_noise``); ``clients`` ×
-        ``batch``: the stack's shape (what ``client_axis="measure"`` times the LSTM's two steps at).
-
-        ``stats``: the rows' running statistics ``{name: [R, ...]}`` (empty without BatchNorm), updated in
-        place by the train-mode forward pass.
+    def gradient_fn(self, spec: LocalSpec, clients: int = 1, batch: int = 1) -> GradientFn:
+        """``StepInputs → (gradient, objective [R])``; ``clients`` × ``batch``: the stack's shape (what
+        ``client_axis="measure"`` times the LSTM's two steps at).
 
         The gradient has ``add_to(tensors, alpha)``: the closed form of ``mlp_step.py`` for
         ``client_axis="bmm"`` (unless the spec brings its own ``loss``), the LSTM's written out by
@@ -81,22 +106,34 @@ class BatchedTrainer:
         if relu_mlp is not None and spec.loss is None:
             flattens = relu_mlp[0]
 
-            def closed_form(params, stats, x, y, m, scale, noise):
-                return mlp_gradient(flattens, list(params.values()), x, y, m, scale, objective)
+            def closed_form(s: StepInputs) -> tuple[StepGradient, torch.Tensor]:
+                return mlp_gradient(flattens, list(s.params.values()), s.x, s.y, s.mask, s.scale, objective)
 
             return closed_form
         lstm = self.client_axis.lstm
         if lstm is not None and self.writes_out_lstm(spec, clients, batch):
 
-            def written_out(params, stats, x, y, m, scale, noise):
-                grads, value = lstm_gradient(lstm, list(params.values()), x, y, m, scale, objective, *noise)
+            def written_out(s: StepInputs) -> tuple[StepGradient, torch.Tensor]:
+                params = list(s.params.values())
+                grads, value = lstm_gradient(lstm, params, s.x, s.y, s.mask, s.scale, objective, *s.noise)
                 return ExplicitGradient(grads), value
 
             return written_out
-        model, sample_loss = self.model, spec.loss
+        return self._autograd_fn(spec)
+
+    def _autograd_fn(self, spec: LocalSpec) -> GradientFn:
+        """:meth:`gradient_fn`'s gradient of the loss, mapped over the client axis."""
+        model, sample_loss, objective = self.model, spec.loss, spec.objective
         layers = [layer for layer, _ in self.dropouts]
 
-        def loss(params, stats, x, y, m, noise):
+        def loss(
+            params: Params,
+            stats: Params,
+            x: torch.Tensor,
+            y: torch.Tensor,
+            m: torch.Tensor,
+            noise: tuple[torch.Tensor, ...],
+        ) -> torch.Tensor:
             with supplied_noise(dict(zip(layers, noise, strict=True))):
                 value = masked_mean_loss(functional_call(model, (params, stats), (x,)), y, m, sample_loss)
             return objective(value) if objective is not None else value
@@ -106,11 +143,11 @@ class BatchedTrainer:
         randomness = "different" if draws_from_torch(model) else "error"
         mapped = client_grad_and_value(loss, self.client_axis.mapped, randomness=randomness)
 
-        def autograd(params, stats, x, y, m, scale, noise):
-            grads, value = mapped(params, stats, x, y, m, noise)
+        def autograd(s: StepInputs) -> tuple[StepGradient, torch.Tensor]:
+            grads, value = mapped(s.params, s.stats, s.x, s.y, s.mask, s.noise)
             g = list(grads.values())
-            if scale is not None:
-                torch._foreach_mul_(g, per_row(scale, g))
+            if s.scale is not None:
+                torch._foreach_mul_(g, per_row(s.scale, g))
             return ExplicitGradient(g), value
 
         return autograd
@@ -158,10 +195,17 @@ class BatchedTrainer:
         return LocalResult.concat(parts)
 
 
-class BatchedStack(ClientStack):
+class BatchedStack(ClientStack[BatchedTrainer]):
     """Every stepping row's gradient in one mapped call; the update on the stacked tensors."""
 
-    def __init__(self, trainer: BatchedTrainer, start, spec, schedule, running=None):
+    def __init__(
+        self,
+        trainer: BatchedTrainer,
+        start: torch.Tensor,
+        spec: LocalSpec,
+        schedule: BatchSchedule,
+        running: torch.Tensor | None = None,
+    ) -> None:
         super().__init__(trainer, start, spec, schedule, running)
         clients, batch = schedule.index.shape[0], schedule.index.shape[2]
         # a loop computes each row alone, so leaving a row out changes no other row's bits (a batched kernel
@@ -173,7 +217,9 @@ class BatchedStack(ClientStack):
         self.gradient = trainer.gradient_fn(spec, clients, batch)
         self.noise = NoiseAhead(schedule, [shape for _, shape in trainer.dropouts], self.device)
 
-    def _gradient(self, sel, host_rows, steps, on_host) -> _Gradient:
+    def _gradient(
+        self, sel: torch.Tensor | None, host_rows: np.ndarray | None, steps: np.ndarray, on_host: np.ndarray
+    ) -> _Gradient:
         """The part of a step before the update (running and in-training statistics updated)."""
         dtype = self.dtype
         idx, m = self._batch(sel, steps, on_host)
@@ -188,7 +234,7 @@ class BatchedStack(ClientStack):
         if not self.trainer.model.training:  # the engine's evaluations switch it to eval mode
             self.trainer.model.train()
         noise = self.noise(host_rows, steps)
-        grad, loss = self.gradient(params, running, x, y, m, step_scale, noise)
+        grad, loss = self.gradient(StepInputs(params, running, x, y, m, step_scale, noise))
         if on is not None:  # a row that does not step keeps its statistics too
             for n, old in before.items():
                 running[n].copy_(torch.where(per_row(on, [old])[0] > 0, running[n], old))
@@ -201,7 +247,9 @@ class BatchedStack(ClientStack):
             drift = torch._foreach_mul(drift, on_rows)
         return _Gradient(ws, grad, drift, on, on_rows, loss.detach())
 
-    def _step(self, sel, host_rows, steps, on_host) -> None:
+    def _step(
+        self, sel: torch.Tensor | None, host_rows: np.ndarray | None, steps: np.ndarray, on_host: np.ndarray
+    ) -> None:
         spec, lr = self.spec, self.spec.lr
         g = self._gradient(sel, host_rows, steps, on_host)
         ws, drift, on, on_rows = g.ws, g.drift, g.on, g.on_rows
@@ -225,7 +273,9 @@ class BatchedStack(ClientStack):
                 t.index_copy_(0, sel, w.detach())
         self._advance(sel, host_rows, g.loss, on_host)
 
-    def _directions(self, sel, host_rows, steps, on_host):
+    def _directions(
+        self, sel: torch.Tensor | None, host_rows: np.ndarray | None, steps: np.ndarray, on_host: np.ndarray
+    ) -> tuple[list[torch.Tensor], torch.Tensor]:
         g = self._gradient(sel, host_rows, steps, on_host)
         d = [torch.zeros_like(w) for w in g.ws] if g.drift is None else [t.clone() for t in g.drift]
         g.grad.add_to(d, 1.0)
@@ -239,8 +289,8 @@ class _Gradient:
     parameter tensor, and the objective ``[R]``."""
 
     ws: list[torch.Tensor]
-    grad: ExplicitGradient
-    drift: list[torch.Tensor] | None
+    grad: StepGradient
+    drift: Tensors | None
     on: torch.Tensor | None
     on_rows: list[torch.Tensor] | None
     loss: torch.Tensor

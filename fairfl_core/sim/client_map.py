@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 from torch.func import functional_call, grad_and_value, vmap
-from torch.utils._pytree import tree_leaves, tree_map
+from torch.utils._pytree import PyTree, tree_leaves, tree_map
 
 from fairfl_core.models.lstm import LSTMLayer, use_kernel
 from fairfl_core.sim.local import masked_mean_loss
@@ -116,11 +116,11 @@ def client_map(
     if client_axis != "loop":
         raise ValueError(f"client_axis must be 'vmap', 'bmm' or 'loop' here, got {client_axis!r}")
 
-    def looped(*args):
+    def looped(*args: PyTree) -> PyTree:
         dims = in_dims if isinstance(in_dims, tuple) else (in_dims,) * len(args)
         first, dim = next((a, d) for a, d in zip(args, dims, strict=True) if d is not None)
 
-        def client(k: int) -> tuple:
+        def client(k: int) -> tuple[PyTree, ...]:
             return tuple(
                 a if d is None else tree_map(lambda t, d=d: t.select(d, k), a)
                 for a, d in zip(args, dims, strict=True)
@@ -144,7 +144,9 @@ def client_grad_and_value(
     if client_axis in ("vmap", "bmm"):
         return vmap(grad_and_value(fn), in_dims=in_dims, randomness=randomness)
 
-    def autograd(params: dict, *args):
+    def autograd(
+        params: dict[str, torch.Tensor], *args: PyTree
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         leaves = {name: t.detach().requires_grad_() for name, t in params.items()}
         with torch.enable_grad():
             value = fn(leaves, *args)
@@ -187,7 +189,7 @@ def _measure(model: nn.Module, shape: LSTMShape, clients: int, batch: int, seq_l
     y = torch.randint(0, shape.vocab, (clients, batch), generator=gen).to(probe.device)
     mask = torch.ones(clients, batch, dtype=probe.dtype, device=probe.device)
 
-    def loss(p, x, yk, mk):
+    def loss(p: dict[str, torch.Tensor], x: torch.Tensor, yk: torch.Tensor, mk: torch.Tensor) -> torch.Tensor:
         return masked_mean_loss(functional_call(model, p, (x,)), yk, mk)
 
     looped = client_grad_and_value(loss, "loop")

@@ -15,16 +15,38 @@ parameters and momentum.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 import torch
+from torch import nn
 
 from fairfl_core.sim.batches import BatchSchedule
 from fairfl_core.sim.local import LocalResult, LocalSpec
-from fairfl_core.sim.statistics import StepView
+from fairfl_core.sim.params import ParamSpace
+from fairfl_core.sim.precision import Precision
+from fairfl_core.sim.statistics import ClientStatistic, StepView
 from fairfl_core.sim.transfer import to_device
 
-__all__ = ["ClientStack", "check_full_batches", "per_row"]
+__all__ = ["ClientStack", "SampleInputs", "StackTrainer", "check_full_batches", "per_row"]
+
+
+class StackTrainer(Protocol):
+    """What a :class:`ClientStack` reads of the trainer that built it."""
+
+    model: nn.Module
+    space: ParamSpace
+    stats_space: ParamSpace | None  # the BatchNorm running statistics' (None without BatchNorm)
+    precision: Precision
+
+
+class SampleInputs(Protocol):
+    """Model inputs for sample indices ``idx`` in ``dtype`` (``FederatedDataset.inputs``)."""
+
+    def __call__(self, idx: torch.Tensor, dtype: torch.dtype = ...) -> torch.Tensor: ...
+
+
+TrainerT = TypeVar("TrainerT", bound=StackTrainer)
 
 
 def check_full_batches(schedule: BatchSchedule) -> None:
@@ -45,10 +67,17 @@ def per_row(values: torch.Tensor, like: list[torch.Tensor]) -> list[torch.Tensor
     return [values.view(-1, *([1] * (t.dim() - 1))) for t in like]
 
 
-class ClientStack:
+class ClientStack(Generic[TrainerT]):
     """The local-training state of K clients (module docstring); subclasses define ``step``."""
 
-    def __init__(self, trainer, start: torch.Tensor, spec: LocalSpec, schedule: BatchSchedule, running=None):
+    def __init__(
+        self,
+        trainer: TrainerT,
+        start: torch.Tensor,
+        spec: LocalSpec,
+        schedule: BatchSchedule,
+        running: torch.Tensor | None = None,
+    ) -> None:
         k = schedule.index.shape[0]
         self.trainer, self.spec, self.schedule = trainer, spec, schedule
         self.dtype, self.device = start.dtype, start.device
@@ -60,8 +89,10 @@ class ClientStack:
             for name, t in trainer.space.unflatten(flat).items()
         }
         self.ws = list(self.params.values())
-        self.running = {}  # each client's BatchNorm running statistics, {name: [K, ...]}
+        self.running: dict[str, torch.Tensor] = {}  # each client's BatchNorm running statistics [K, ...]
         if running is not None:
+            if trainer.stats_space is None:
+                raise ValueError("running statistics are given exactly for models with BatchNorm layers")
             check_full_batches(schedule)
             stats = trainer.stats_space.unflatten(running)  # [Q] shared or [K, Q] per client
             self.running = {
@@ -73,7 +104,9 @@ class ClientStack:
         self.terms = [term.bind(trainer.space, self.ws) for term in spec.step_terms()]
         self.cursor = np.zeros(k, dtype=np.int64)
         self.loss_sum = torch.zeros(k, dtype=self.dtype, device=self.device)
-        self.stats = {stat.name: (stat, stat.start(schedule)) for stat in spec.statistics}
+        self.stats: dict[str, tuple[ClientStatistic[Any], Any]] = {  # each statistic and its accumulator
+            stat.name: (stat, stat.start(schedule)) for stat in spec.statistics
+        }
 
     @property
     def num_clients(self) -> int:
@@ -104,11 +137,15 @@ class ClientStack:
         elif len(steps):
             self._advance(sel, host_rows, torch.zeros(len(steps), dtype=self.dtype, device=self.device), on)
 
-    def _step(self, sel, host_rows, steps, on) -> None:
+    def _step(
+        self, sel: torch.Tensor | None, host_rows: np.ndarray | None, steps: np.ndarray, on: np.ndarray
+    ) -> None:
         """One step of the rows ``sel`` (None: all, in lockstep) at least one of which really steps."""
         raise NotImplementedError
 
-    def _positions(self, rows: np.ndarray | None):
+    def _positions(
+        self, rows: np.ndarray | None
+    ) -> tuple[torch.Tensor | None, np.ndarray | None, np.ndarray, np.ndarray]:
         """``(sel, host_rows, steps, on)`` of the stepping rows: ``sel`` a LongTensor (None: all K rows, every
         one at the same step), their step numbers, and whether each really steps (bool ``[R]``)."""
         schedule = self.schedule
@@ -128,7 +165,9 @@ class ClientStack:
         on = schedule.active[host_rows, at] & (steps < schedule.num_steps)
         return to_device(host_rows, self.device), host_rows, steps, on
 
-    def _batch(self, sel, steps, on):
+    def _batch(
+        self, sel: torch.Tensor | None, steps: np.ndarray, on: np.ndarray
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Sample index and sample mask ``[R, B]`` of the rows' step (mask 0 where a row does not step)."""
         schedule = self.schedule
         at = np.minimum(steps, schedule.num_steps - 1)
@@ -141,7 +180,9 @@ class ClientStack:
             m = m * to_device(on, m.device, m.dtype)[:, None]
         return idx, m.to(self.dtype)
 
-    def _advance(self, sel, host_rows, loss, on) -> None:
+    def _advance(
+        self, sel: torch.Tensor | None, host_rows: np.ndarray | None, loss: torch.Tensor, on: np.ndarray
+    ) -> None:
         """Add the stepping rows' objective to their running sum and move their cursors on."""
         gained = loss if on.all() else torch.where(to_device(on, self.device), loss, 0.0)
         if sel is None:
@@ -151,7 +192,15 @@ class ClientStack:
             self.loss_sum.index_add_(0, sel, gained)
             self.cursor[host_rows] += 1
 
-    def _record(self, sel, steps, on, m, loss, features: Callable[[], torch.Tensor]) -> None:
+    def _record(
+        self,
+        sel: torch.Tensor | None,
+        steps: np.ndarray,
+        on: np.ndarray,
+        m: torch.Tensor,
+        loss: torch.Tensor,
+        features: Callable[[], torch.Tensor],
+    ) -> None:
         """Feed the statistics a view of this step (features computed at most once, in eval mode)."""
         if not self.stats:
             return
@@ -171,7 +220,9 @@ class ClientStack:
         for stat, acc in self.stats.values():
             stat.update(acc, view)
 
-    def _directions(self, sel, host_rows, steps, on) -> tuple[list[torch.Tensor], torch.Tensor]:
+    def _directions(
+        self, sel: torch.Tensor | None, host_rows: np.ndarray | None, steps: np.ndarray, on: np.ndarray
+    ) -> tuple[list[torch.Tensor], torch.Tensor]:
         """The rows' step directions (one ``[R, ...]`` tensor per parameter) and objectives ``[R]``."""
         raise NotImplementedError
 
@@ -215,5 +266,10 @@ class ClientStack:
         """Parameters, mean objective over the steps each client took, statistics, running statistics."""
         done = to_device(self.steps_taken(), self.device, self.dtype)
         stats = {name: stat.finish(acc) for name, (stat, acc) in self.stats.items()}
-        running = self.trainer.stats_space.flatten(self.running, batch_dims=1) if self.running else None
+        stats_space = self.trainer.stats_space
+        running = (
+            stats_space.flatten(self.running, batch_dims=1)
+            if self.running and stats_space is not None
+            else None
+        )
         return LocalResult(self.flat_params(), self.loss_sum / done.clamp_min(1), stats, running)

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Hashable, Iterator
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 import torch
@@ -38,9 +38,10 @@ from torch import nn
 from torch.func import functional_call
 
 from fairfl_core.data.federated import SPLITS, FederatedDataset
+from fairfl_core.models.dropout import draws_from_torch
 from fairfl_core.models.lstm import use_kernel
 from fairfl_core.sim.batched_trainer import BatchedTrainer
-from fairfl_core.sim.batches import draw_schedule
+from fairfl_core.sim.batches import BatchSchedule, draw_schedule
 from fairfl_core.sim.client_map import ClientAxis, client_grad_and_value, client_map
 from fairfl_core.sim.client_stack import ClientStack
 from fairfl_core.sim.faults import completed_steps, truncate_schedule
@@ -61,6 +62,9 @@ __all__ = ["Engine", "TRAINERS", "batchnorm_rule"]
 
 TRAINERS = {"batched": BatchedTrainer, "sequential": SequentialTrainer}
 
+Args = ParamSpec("Args")
+R = TypeVar("R")
+
 
 def batchnorm_rule(model: nn.Module) -> nn.Module:
     """``model`` with every BatchNorm's step counter removed (in place): running statistics then follow the
@@ -78,11 +82,11 @@ def batchnorm_rule(model: nn.Module) -> nn.Module:
     return model
 
 
-def _in_precision(method):
+def _in_precision(method: Callable[Concatenate[Engine, Args], R]) -> Callable[Concatenate[Engine, Args], R]:
     """An evaluation's kernels in the engine's precision (``precision.py``: TF32 off when exact)."""
 
     @functools.wraps(method)
-    def evaluation(self, *args, **kwargs):
+    def evaluation(self: Engine, *args: Args.args, **kwargs: Args.kwargs) -> R:
         with self.precision.kernels():
             return method(self, *args, **kwargs)
 
@@ -112,7 +116,7 @@ class Engine:
         client_axis: str = "auto",
         precision: str = "exact",
         model_key: Hashable | None = None,
-    ):
+    ) -> None:
         if kind not in TRAINERS:
             raise ValueError(f"engine.kind must be one of {sorted(TRAINERS)}, got {kind!r}")
         self.data = data
@@ -134,23 +138,8 @@ class Engine:
                 f"engine.client_axis={client_axis!r} writes the LSTM's step out in the engine's dtype, not "
                 "under engine.precision='bf16': use client_axis 'loop' (or 'auto') for bf16"
             )
-        self.model_key = model_key  # equal for equal architectures (runs as rows stack by it; None: never)
-        self.trainer: Trainer
-        if kind == "batched":
-            self.trainer = BatchedTrainer(
-                self.model,
-                self.space,
-                data.inputs,
-                data.y,
-                chunk_size,
-                self.client_axis,
-                self.stats_space,
-                self.precision,
-            )
-        else:
-            self.trainer = SequentialTrainer(
-                self.model, self.space, data.inputs, data.y, self.stats_space, self.precision
-            )
+        self.model_key = model_key  # equal for equal architectures (:meth:`stack_identity`; None: never)
+        self.trainer: Trainer = self._own_trainer(kind)
         self._padded = {split: data.padded(split) for split in SPLITS}
         self._counts = {split: c.cpu().numpy() for split, (_, c) in self._padded.items()}
         self._flat = {
@@ -161,10 +150,46 @@ class Engine:
             for split, (_, counts) in self._padded.items()
         }
 
+    def _own_trainer(self, kind: str) -> Trainer:
+        """The engine's ``kind`` trainer (``TRAINERS``) of its model and data, on its client axis and in its
+        precision."""
+        data = self.data
+        if kind == "batched":
+            return BatchedTrainer(
+                self.model,
+                self.space,
+                data.inputs,
+                data.y,
+                self.chunk_size,
+                self.client_axis,
+                self.stats_space,
+                self.precision,
+            )
+        return SequentialTrainer(
+            self.model, self.space, data.inputs, data.y, self.stats_space, self.precision
+        )
+
     def use_trainer(self, wrap: Callable[[Trainer], Trainer]) -> None:
         """Train through ``wrap(trainer)`` from now on (``train``, ``train_pooled`` and ``stack`` call its
-        ``train`` and ``stack``): the rows executor's meeting (``sim/rows.py``)."""
+        ``train`` and ``stack``): the rows executor's meeting (``sim/rows/``)."""
         self.trainer = wrap(self.trainer)
+
+    def stack_identity(self) -> Hashable | None:
+        """What another engine must share for the clients of both to train as rows of one stack (runs as
+        rows, ``sim/rows/``): the same sample pool and labels (tensors), ``model_key``, dtype, device, client
+        axis and precision. None: never (no ``model_key``, or a model that draws dropout masks from torch's
+        generator)."""
+        if self.model_key is None or draws_from_torch(self.model):
+            return None
+        return (
+            id(self.data.x),
+            id(self.data.y),
+            self.model_key,
+            self.dtype,
+            str(self.device),
+            self.client_axis.name,
+            self.precision.mode,
+        )
 
     # -- parameters --------------------------------------------------------------------------------------
     def init_params(self) -> torch.Tensor:
@@ -238,7 +263,9 @@ class Engine:
         running = self.running if running is None else running
         return self.trainer.stack(start, spec, self.schedule(clients, spec, seed, work), running)
 
-    def schedule(self, clients: np.ndarray, spec: LocalSpec, seed: int, work: np.ndarray | None = None):
+    def schedule(
+        self, clients: np.ndarray, spec: LocalSpec, seed: int, work: np.ndarray | None = None
+    ) -> BatchSchedule:
         """The clients' minibatch streams for one round (``batches.py``), truncated for stragglers."""
         clients = np.asarray(clients)
         index, _ = self._padded["train"]
@@ -313,7 +340,9 @@ class Engine:
         kc = self.chunk_size or len(clients)
         return kc, max(1, min(width, samples // max(kc, 1)))
 
-    def _padded_chunks(self, clients: np.ndarray, split: str, samples: int | None = None):
+    def _padded_chunks(
+        self, clients: np.ndarray, split: str, samples: int | None = None
+    ) -> Iterator[tuple[slice, torch.Tensor, torch.Tensor]]:
         """Yield (rows, sample index [kc, cs], mask [kc, cs]) over client and sample chunks of at most
         ``samples`` samples (default ``eval_batch``)."""
         index, counts = self._padded[split]
@@ -328,8 +357,12 @@ class Engine:
             for c0 in range(0, width, cs):
                 yield rows, idx[:, c0 : c0 + cs], mask[:, c0 : c0 + cs]
 
-    def _losses_stacked(self, w, clients, split, sample_loss: SampleLoss):
-        def per_client(wk, x, y, m):
+    def _losses_stacked(
+        self, w: torch.Tensor, clients: np.ndarray, split: str, sample_loss: SampleLoss
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        def per_client(
+            wk: torch.Tensor, x: torch.Tensor, y: torch.Tensor, m: torch.Tensor
+        ) -> tuple[torch.Tensor, torch.Tensor]:
             out = self.logits(wk, x)
             return (sample_loss(out, y) * m).sum(), ((out.argmax(-1) == y) * m).sum()
 
@@ -374,7 +407,9 @@ class Engine:
             ):
                 samples, lstm = self.eval_batch, None
 
-        def loss_sum(params, x, y, m):
+        def loss_sum(
+            params: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor, m: torch.Tensor
+        ) -> torch.Tensor:
             out = functional_call(self.model, (params, self.buffers), (x,))
             return (sample_loss(out, y) * m).sum()
 
@@ -414,7 +449,7 @@ class Engine:
             raise ValueError(f"transform must be one of {sorted(TRANSFORMS)}, got {transform!r}")
         fn_h = TRANSFORMS[transform]
 
-        def feat_sum(wk, x, m):
+        def feat_sum(wk: torch.Tensor, x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
             return (fn_h(self._features(wk, x)) * m[:, None]).sum(0)
 
         fn = client_map(feat_sum, self.client_axis.mapped, in_dims=(0 if w.dim() == 2 else None, 0, 0))

@@ -51,7 +51,7 @@ class FaultConfig:
     kind: str = "dropout"
     straggler_work: float = 0.5
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not 0 <= self.rate < 1:
             raise ValueError(
                 f"config field faults.rate = {self.rate!r} is invalid: must be in [0, 1) (0 = no faults)"

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import torch
 from torch.nn import functional as F
 
 from fairfl_core.sim.params import ParamSpace
+from fairfl_core.sim.statistics import ClientStatistic
 
 __all__ = [
     "GradScale",
@@ -49,7 +50,7 @@ __all__ = [
     "masked_mean_loss",
 ]
 
-Tensors = list[torch.Tensor]
+Tensors = list[torch.Tensor] | tuple[torch.Tensor, ...]  # per parameter (torch's ``_foreach`` ops: either)
 T = TypeVar("T")
 SampleLoss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (logits [B, C], labels [B]) → [B]
 
@@ -100,12 +101,12 @@ def bound(value: T | None) -> T:
     return value
 
 
-def take(values: Tensors, rows: torch.Tensor | None) -> Tensors:
+def take(values: list[torch.Tensor], rows: torch.Tensor | None) -> list[torch.Tensor]:
     """The stepping rows of stacked per-parameter tensors ``[K, ...]`` (all of them for ``rows=None``)."""
     return values if rows is None else [v[rows] for v in values]
 
 
-def stacked_views(space: ParamSpace, flat: torch.Tensor, like: Tensors) -> Tensors:
+def stacked_views(space: ParamSpace, flat: torch.Tensor, like: Tensors) -> list[torch.Tensor]:
     """A ``[P]`` (shared) or ``[K, P]`` (per-client) vector as per-parameter tensors shaped like ``like``."""
     return [v.expand_as(t) for v, t in zip(space.unflatten(flat.to(like[0])).values(), like, strict=True)]
 
@@ -116,7 +117,7 @@ class GradScale(StepTerm):
 
     values: torch.Tensor
 
-    def scale(self, rows):
+    def scale(self, rows: torch.Tensor | None) -> torch.Tensor:
         return self.values if rows is None else self.values[rows]
 
 
@@ -126,19 +127,19 @@ class Mix(StepTerm):
 
     alpha: float
     vector: torch.Tensor
-    _fixed: Tensors | None = field(default=None, repr=False)
+    _fixed: list[torch.Tensor] | None = field(default=None, repr=False)
     _share: torch.Tensor | None = field(default=None, repr=False)
 
-    def bind(self, space, start):
+    def bind(self, space: ParamSpace, start: Tensors) -> Mix:
         fixed = list(torch._foreach_mul(stacked_views(space, self.vector, start), self.alpha))
         share = start[0].new_full((start[0].shape[0],), 1 - self.alpha)
         return Mix(self.alpha, self.vector, fixed, share)
 
-    def scale(self, rows):
+    def scale(self, rows: torch.Tensor | None) -> torch.Tensor:
         share = bound(self._share)
         return share if rows is None else share[rows]
 
-    def drift(self, ws, rows):
+    def drift(self, ws: Tensors, rows: torch.Tensor | None) -> Tensors:
         return take(bound(self._fixed), rows)
 
 
@@ -147,12 +148,12 @@ class Shift(StepTerm):
     """g + c_k with a fixed correction c (``[P]`` or ``[K, P]``)."""
 
     vector: torch.Tensor
-    _views: Tensors | None = field(default=None, repr=False)
+    _views: list[torch.Tensor] | None = field(default=None, repr=False)
 
-    def bind(self, space, start):
+    def bind(self, space: ParamSpace, start: Tensors) -> Shift:
         return Shift(self.vector, stacked_views(space, self.vector, start))
 
-    def drift(self, ws, rows):
+    def drift(self, ws: Tensors, rows: torch.Tensor | None) -> Tensors:
         return take(bound(self._views), rows)
 
 
@@ -162,13 +163,13 @@ class Prox(StepTerm):
 
     mu: float
     ref: torch.Tensor | None = None
-    _ref: Tensors | None = field(default=None, repr=False)
+    _ref: list[torch.Tensor] | None = field(default=None, repr=False)
 
-    def bind(self, space, start):
+    def bind(self, space: ParamSpace, start: Tensors) -> Prox:
         ref = [t.clone() for t in start] if self.ref is None else stacked_views(space, self.ref, start)
         return Prox(self.mu, self.ref, ref)
 
-    def drift(self, ws, rows):
+    def drift(self, ws: Tensors, rows: torch.Tensor | None) -> Tensors:
         return torch._foreach_mul(torch._foreach_sub(ws, take(bound(self._ref), rows)), self.mu)
 
 
@@ -178,7 +179,7 @@ class WeightDecay(StepTerm):
 
     decay: float
 
-    def drift(self, ws, rows):
+    def drift(self, ws: Tensors, rows: torch.Tensor | None) -> Tensors:
         return torch._foreach_mul(ws, self.decay)
 
 
@@ -207,12 +208,12 @@ class LocalSpec:
     objective: Callable[[torch.Tensor], torch.Tensor] | None = None  # maps the mean minibatch loss
     loss: SampleLoss | None = None
     terms: Sequence[StepTerm] = ()
-    statistics: Sequence = ()
+    statistics: Sequence[ClientStatistic[Any]] = ()
 
     def rows(self, rows: slice) -> LocalSpec:
         """The spec for the clients in ``rows`` only: per-client ``[K, ...]`` tensors sliced."""
 
-        def part(value):
+        def part(value: torch.Tensor | None) -> torch.Tensor | None:
             return value[rows] if value is not None and value.dim() == 2 else value
 
         return replace(
@@ -236,7 +237,9 @@ class LocalSpec:
         return [term for term in built_in if term is not None] + list(self.terms)
 
 
-def combine(terms: Sequence[StepTerm], ws: Tensors, rows: torch.Tensor | None):
+def combine(
+    terms: Sequence[StepTerm], ws: Tensors, rows: torch.Tensor | None
+) -> tuple[torch.Tensor | None, Tensors | None]:
     """``(Π scale, Σ drift)`` of bound terms for the stepping rows; each None when no term contributes."""
     scale: torch.Tensor | None = None
     drift: Tensors | None = None

@@ -21,7 +21,7 @@ table both ways and records whether its metrics stay within half the seed-to-see
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 
 import torch
@@ -73,7 +73,7 @@ class Precision:
     mode: str = "exact"
     device_type: str = "cpu"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.mode not in PRECISIONS:
             raise ValueError(f"engine.precision must be one of {PRECISIONS}, got {self.mode!r}")
 
@@ -85,7 +85,7 @@ class Precision:
                 "precision 'exact' (or dtype float32)"
             )
 
-    def kernels(self):
+    def kernels(self) -> AbstractContextManager[None]:
         """The block's float32 kernels in this mode (evaluations): TF32 off for exact, on otherwise; nothing
         to set on a CPU."""
         if self.device_type != "cuda":

@@ -9,7 +9,6 @@ equal parameters in float64 for every registered algorithm.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -17,7 +16,8 @@ from torch import nn
 
 from fairfl_core.models.dropout import model_dropouts, supplied_noise
 from fairfl_core.sim.batches import BatchSchedule, dropout_noise
-from fairfl_core.sim.client_stack import ClientStack
+from fairfl_core.sim.client_stack import ClientStack, SampleInputs
+from fairfl_core.sim.feature_view import FeatureView
 from fairfl_core.sim.local import LocalResult, LocalSpec, combine, masked_mean_loss
 from fairfl_core.sim.params import ParamSpace
 from fairfl_core.sim.precision import Precision
@@ -31,11 +31,11 @@ class SequentialTrainer:
         self,
         model: nn.Module,
         space: ParamSpace,
-        inputs: Callable,
+        inputs: SampleInputs,
         labels: torch.Tensor,
         stats_space: ParamSpace | None = None,
         precision: Precision | None = None,
-    ):
+    ) -> None:
         """``precision``: the engine's (default: exact)."""
         self.model = copy.deepcopy(model)
         self.precision = precision or Precision("exact", labels.device.type)
@@ -44,26 +44,57 @@ class SequentialTrainer:
         buffers = dict(self.model.named_buffers())
         self.buffers = [buffers[n] for n in stats_space.names] if stats_space is not None else []
         self.dropouts = model_dropouts(self.model, inputs, labels.device)
+        self.features = FeatureView(self.model)
 
-    def stack(self, start, spec: LocalSpec, schedule: BatchSchedule, running=None) -> SequentialStack:
+    def stack(
+        self,
+        start: torch.Tensor,
+        spec: LocalSpec,
+        schedule: BatchSchedule,
+        running: torch.Tensor | None = None,
+    ) -> SequentialStack:
         return SequentialStack(self, start, spec, schedule, running)
 
-    def train(self, start, spec: LocalSpec, schedule: BatchSchedule, running=None) -> LocalResult:
+    def train(
+        self,
+        start: torch.Tensor,
+        spec: LocalSpec,
+        schedule: BatchSchedule,
+        running: torch.Tensor | None = None,
+    ) -> LocalResult:
         stack = self.stack(start, spec, schedule, running)
         for _ in range(schedule.num_steps):
             stack.step()
         return stack.result()
 
 
-class SequentialStack(ClientStack):
+def _grad(p: torch.Tensor) -> torch.Tensor:
+    """``p``'s gradient from the last ``backward``."""
+    if p.grad is None:
+        raise RuntimeError(
+            "a parameter took no part in the loss: the sequential trainer has no gradient for it"
+        )
+    return p.grad
+
+
+class SequentialStack(ClientStack[SequentialTrainer]):
     """K clients stepped one after another through the module and ``torch.optim.SGD``."""
 
-    def __init__(self, trainer: SequentialTrainer, start, spec, schedule, running=None):
+    def __init__(
+        self,
+        trainer: SequentialTrainer,
+        start: torch.Tensor,
+        spec: LocalSpec,
+        schedule: BatchSchedule,
+        running: torch.Tensor | None = None,
+    ) -> None:
         super().__init__(trainer, start, spec, schedule, running)
         self.opt = torch.optim.SGD(trainer.params, lr=spec.lr, momentum=spec.momentum)
         self.momentum: dict[int, list[torch.Tensor]] = {}  # each client's SGD momentum buffers
 
-    def _step(self, sel, host_rows, steps, on) -> None:
+    def _step(
+        self, sel: torch.Tensor | None, host_rows: np.ndarray | None, steps: np.ndarray, on: np.ndarray
+    ) -> None:
         host_rows = np.arange(self.num_clients) if host_rows is None else host_rows
         idx, m = self._batch(sel, steps, on)
         losses = torch.zeros(len(host_rows), dtype=self.dtype, device=self.device)
@@ -78,7 +109,9 @@ class SequentialStack(ClientStack):
                     w[k].copy_(p)
         self._advance(sel, None if sel is None else host_rows, losses, on)
 
-    def _directions(self, sel, host_rows, steps, on):
+    def _directions(
+        self, sel: torch.Tensor | None, host_rows: np.ndarray | None, steps: np.ndarray, on: np.ndarray
+    ) -> tuple[list[torch.Tensor], torch.Tensor]:
         host_rows = np.arange(self.num_clients) if host_rows is None else host_rows
         idx, m = self._batch(sel, steps, on)
         losses = torch.zeros(len(host_rows), dtype=self.dtype, device=self.device)
@@ -87,10 +120,12 @@ class SequentialStack(ClientStack):
             if on[r]:
                 losses[r] = self._direction(k, idx[r], m[r], steps[r : r + 1], on[r : r + 1])
                 for d, p in zip(directions, self.trainer.params, strict=True):
-                    d[r].copy_(p.grad)
+                    d[r].copy_(_grad(p))
         return directions, losses
 
-    def _direction(self, k: int, idx, m, steps, on) -> torch.Tensor:
+    def _direction(
+        self, k: int, idx: torch.Tensor, m: torch.Tensor, steps: np.ndarray, on: np.ndarray
+    ) -> torch.Tensor:
         """Client k's step direction s g + δ at its parameters, left in the module's ``.grad``; its running
         and in-training statistics are updated. Returns its objective."""
         model, params = self.trainer.model, self.trainer.params
@@ -116,14 +151,14 @@ class SequentialStack(ClientStack):
         with torch.no_grad():  # the train-mode forward pass updated the client's running statistics
             for buf, stat in zip(self.trainer.buffers, own_running, strict=True):
                 stat.copy_(buf)
-        self._record(own, steps, on, m[None], value.detach()[None], lambda: model.features(x)[None])
+        self._record(own, steps, on, m[None], value.detach()[None], lambda: self.trainer.features(x)[None])
         scale, drift = combine(self.terms, ws, own)
         with torch.no_grad():
             for i, p in enumerate(params):
                 if scale is not None:
-                    p.grad.mul_(scale[0])
+                    _grad(p).mul_(scale[0])
                 if drift is not None:
-                    p.grad.add_(drift[i][0])
+                    _grad(p).add_(drift[i][0])
         return value.detach()
 
     def _swap_momentum(self, k: int) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, TypedDict, TypeVar
 
 import numpy as np
 import torch
@@ -28,7 +29,9 @@ import torch
 from fairfl_core.sim.batches import BatchSchedule
 from fairfl_core.sim.transfer import to_device
 
-__all__ = ["ActivationMean", "ClientStatistic", "StepLosses", "StepView"]
+__all__ = ["ActivationMean", "ActivationSums", "ClientStatistic", "StepLosses", "StepView"]
+
+A = TypeVar("A")  # a statistic's accumulator
 
 
 @dataclass
@@ -45,23 +48,24 @@ class StepView:
     ]  # → [R, B, D] penultimate activations before the step (computed once)
 
 
-class ClientStatistic:
-    """Accumulates a per-client quantity over local training; subclasses implement the three methods."""
+class ClientStatistic(Generic[A]):
+    """Accumulates a per-client quantity over local training in an accumulator ``A``; subclasses implement
+    the three methods."""
 
     name: str
 
-    def start(self, schedule: BatchSchedule) -> object:
+    def start(self, schedule: BatchSchedule) -> A:
         """A fresh accumulator for the K clients of ``schedule``."""
         raise NotImplementedError
 
-    def update(self, acc: object, view: StepView) -> None:
+    def update(self, acc: A, view: StepView) -> None:
         raise NotImplementedError
 
-    def finish(self, acc: object) -> torch.Tensor:
+    def finish(self, acc: A) -> torch.Tensor:
         raise NotImplementedError
 
 
-TRANSFORMS = {
+TRANSFORMS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "log_softmax": lambda h: h.log_softmax(-1),
     "softmax": lambda h: h.softmax(-1),
     "none": lambda h: h,
@@ -69,15 +73,24 @@ TRANSFORMS = {
 WINDOWS = ("last_epoch", "all")
 
 
+class ActivationSums(TypedDict):
+    """:class:`ActivationMean`'s accumulator: each client's first step inside the window ``[K]``, the sums of
+    its transformed activations ``[K, D]`` (None before the first) and their sample weights ``[K]``."""
+
+    first: np.ndarray
+    sum: torch.Tensor | None
+    count: torch.Tensor
+
+
 @dataclass(frozen=True)
-class ActivationMean(ClientStatistic):
+class ActivationMean(ClientStatistic[ActivationSums]):
     """Mean of ``transform(h)`` over the samples a client trains on in ``window`` (module docstring)."""
 
     transform: str = "log_softmax"
     window: str = "last_epoch"
     name: str = "activation"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.transform not in TRANSFORMS:
             raise ValueError(
                 f"activation transform must be one of {sorted(TRANSFORMS)}, got {self.transform!r}"
@@ -85,7 +98,7 @@ class ActivationMean(ClientStatistic):
         if self.window not in WINDOWS:
             raise ValueError(f"activation window must be one of {WINDOWS}, got {self.window!r}")
 
-    def start(self, schedule):
+    def start(self, schedule: BatchSchedule) -> ActivationSums:
         done = schedule.active.sum(axis=1)
         first = (
             np.maximum(done - schedule.epoch_steps, 0) if self.window == "last_epoch" else np.zeros_like(done)
@@ -93,39 +106,40 @@ class ActivationMean(ClientStatistic):
         k = schedule.index.shape[0]
         return {"first": first, "sum": None, "count": schedule.mask.new_zeros(k)}
 
-    def update(self, acc, view):
+    def update(self, acc: ActivationSums, view: StepView) -> None:
         first = acc["first"] if view.rows is None else acc["first"][view.rows.cpu().numpy()]
         inside = to_device(view.step >= first, view.mask.device).to(view.mask) * view.active
         if not inside.any():
             return
         weights = view.mask * inside[:, None]  # [R, B]
         total = (TRANSFORMS[self.transform](view.features()) * weights[..., None]).sum(1)  # [R, D]
-        if acc["sum"] is None:
-            acc["sum"] = total.new_zeros(len(acc["count"]), total.shape[-1])
+        sums = acc["sum"]
+        if sums is None:
+            sums = acc["sum"] = total.new_zeros(len(acc["count"]), total.shape[-1])
         rows = slice(None) if view.rows is None else view.rows
-        acc["sum"][rows] += total
+        sums[rows] += total
         acc["count"][rows] += weights.sum(1)
 
-    def finish(self, acc):
+    def finish(self, acc: ActivationSums) -> torch.Tensor:
         if acc["sum"] is None:
             raise ValueError("no client trained on any sample, so there is no activation vector to report")
         return acc["sum"] / acc["count"].clamp_min(1)[:, None]
 
 
 @dataclass(frozen=True)
-class StepLosses(ClientStatistic):
+class StepLosses(ClientStatistic[torch.Tensor]):
     """The minibatch objective of each client's every step, ``[K, S]`` (NaN where it took no step)."""
 
     name: str = "step_losses"
 
-    def start(self, schedule):
+    def start(self, schedule: BatchSchedule) -> torch.Tensor:
         mask = schedule.mask
         return torch.full(schedule.active.shape, float("nan"), dtype=mask.dtype, device=mask.device)
 
-    def update(self, acc, view):
+    def update(self, acc: torch.Tensor, view: StepView) -> None:
         rows = torch.arange(acc.shape[0], device=acc.device) if view.rows is None else view.rows
         on = view.active > 0
         acc[rows[on], to_device(view.step, acc.device)[on]] = view.loss.detach()[on]
 
-    def finish(self, acc):
+    def finish(self, acc: torch.Tensor) -> torch.Tensor:
         return acc

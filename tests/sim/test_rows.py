@@ -1,4 +1,4 @@
-"""Runs as rows (``sim/rows.py``): every registered algorithm gives, trained together with other runs, the
+"""Runs as rows (``sim/rows/``): every registered algorithm gives, trained together with other runs, the
 numbers it gives alone (float64, at the rounding bound: a stack of rows is another computation than a run's
 own stack), also with faults and beside a run that diverges."""
 
@@ -145,7 +145,7 @@ def test_a_memory_bound_splits_the_stack_into_chunks_with_the_same_numbers(monke
     data = tiny_federated()
     alone = [_record(build_algorithm("fedavg", _sim(data, s, "steps", "none"), {})) for s in range(3)]
     monkeypatch.setattr(
-        "fairfl_core.sim.rows.memory_budget", lambda device, gigabytes, share: 1
+        "fairfl_core.sim.rows.memory.memory_budget", lambda device, gigabytes, share: 1
     )  # a row a chunk
     chunks = []
     real_train = BatchedTrainer.train
