@@ -314,7 +314,7 @@ def run_experiment(
     rows: RowsBatcher | None = None,
 ) -> RunResult:
     """Run ``cfg`` to the end (or resume it) under ``results_dir`` and return its result. ``rows``: train
-    together with the other runs of this batcher (``sim/rows.py``), with the same numbers as alone."""
+    together with the other runs of this batcher (``sim/rows/``), with the same numbers as alone."""
     hyper = cfg.checked_hyper()
     parse_device(device or cfg.engine.device)
     if cfg.engine.precision != "exact":

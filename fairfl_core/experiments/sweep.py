@@ -215,7 +215,7 @@ def _rows_here(
     items, stacked: bool, results_dir, progress, device, memory_gb=None, stack=None, share: int = 1
 ):
     """Train ``items`` (``(index, config)`` pairs) in this process, their local training stacked as rows
-    (``sim/rows.py``; ``share``: the processes sharing the device's memory), or one after the other as alone
+    (``sim/rows/``; ``share``: the processes sharing the device's memory), or one after the other as alone
     when not ``stacked``; ``[(index, outcome)]``. A run that dies stops the others (``RowsBatcher``): they
     are reported ``failed`` naming it, the finished ones done."""
     if not stacked:
@@ -244,7 +244,7 @@ def _rows_here(
 def _rows(configs, results_dir, progress, device, workers, memory_gb: float | None = None, stack=None):
     """The runs as rows. On a GPU (``workers`` None or 1) every run in this process, stacked. On CPUs
     ``stack`` (default: off) decides: unstacked, each run is a task of a pool of ``workers`` processes, as
-    with the process pool (a run's own stacked GEMMs already run near the CPU's peak, ``sim/rows.py``);
+    with the process pool (a run's own stacked GEMMs already run near the CPU's peak, ``sim/rows/``);
     stacked, each process trains a contiguous share of the runs (a method's seeds together) as rows. Pool
     processes get cores/``workers`` torch threads. ``memory_gb`` bounds one stacked computation of one
     process (default: its 1/``workers`` share of the device's, ``rows.memory_budget``)."""
