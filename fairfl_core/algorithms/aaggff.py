@@ -44,7 +44,7 @@ import torch
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, averaged
 from fairfl_core.algorithms.fedeba import weights_entropy
-from fairfl_core.sim.transfer import to_device
+from fairfl_core.sim.context import Simulation
 
 __all__ = [
     "AAggFF",
@@ -97,18 +97,20 @@ def aaggff_responses(losses: torch.Tensor, frac: float, cdf: str = "normal") -> 
 def aaggff_gradient(
     mix: torch.Tensor,
     responses: torch.Tensor,
-    selected: np.ndarray,
+    selected: torch.Tensor | np.ndarray,
     frac: float,
     dr_estimate: str = "standard",
 ) -> torch.Tensor:
     """Linearised gradient ``[m]`` of −log(1 + ⟨p, r⟩) with the doubly-robust response estimate (AAggFF-D):
-    r̃_i = r̄ + (r_i − r̄)/C on the selected clients (``"standard"``) or (r_i − r̄)/C (``"as_coded"``)."""
+    r̃_i = r̄ + (r_i − r̄)/C on the ``selected`` clients (``"standard"``) or (r_i − r̄)/C (``"as_coded"``);
+    ``selected``: their indices, on ``mix``'s device (``Simulation.tensor``) or the host (a blocking copy on a
+    GPU)."""
     if dr_estimate not in DR_ESTIMATES:
         raise ValueError(f"dr_estimate must be one of {DR_ESTIMATES}, got {dr_estimate!r}")
     mean = responses.mean()
     robust = torch.full_like(mix, float(mean))
     baseline = mean if dr_estimate == "standard" else 0.0
-    robust[to_device(selected, mix.device)] = baseline + (responses - mean) / frac
+    robust[selected] = baseline + (responses - mean) / frac
     denom = 1 + mix.sum() * mean
     return -robust / denom + mean * (mix @ (robust - mean)) / denom**2
 
@@ -120,10 +122,10 @@ def aaggff_decision(cum_grad: torch.Tensor, t: int, frac: float) -> torch.Tensor
 
 
 @register("aaggff")
-class AAggFF(FedAvg):
+class AAggFF(FedAvg[AAggFFHyper]):
     Hyper = AAggFFHyper
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: AAggFFHyper) -> None:
         super().__init__(sim, hp)
         self.frac = sim.train.clients_per_round / sim.num_clients
         m = sim.num_clients
@@ -135,14 +137,14 @@ class AAggFF(FedAvg):
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         """The next decision (mixing weights over all clients) from the losses of the received model, and
         the average with it renormalised over the uploading clients."""
-        clients = uploads.clients
+        clients, rows = uploads.clients, self.sim.tensor(uploads.clients)
         losses = self.sim.engine.losses(self.w, clients, "train")[0]
         responses = aaggff_responses(losses, self.frac, self.hp.cdf)
         observed = len(clients) / self.sim.num_clients  # = C without faults
-        grad = aaggff_gradient(self.state["mix"], responses, clients, observed, self.hp.dr_estimate)
+        grad = aaggff_gradient(self.state["mix"], responses, rows, observed, self.hp.dr_estimate)
         self.state["cum_grad"] = self.state["cum_grad"] + grad
         self.state["mix"] = aaggff_decision(self.state["cum_grad"], t, self.frac)
-        p = self.state["mix"][to_device(clients, self.w.device)]
+        p = self.state["mix"][rows]
         p = p / p.sum()
         diagnostics = {
             "mix_max": float(self.state["mix"].max()),

@@ -47,6 +47,7 @@ from fairfl_core.algorithms.fedopt import AMSGRAD_VARIANTS, amsgrad_server_step
 from fairfl_core.algorithms.hyper import Hyper
 from fairfl_core.gossip import GossipHyper, Mixer, consensus_error, ring
 from fairfl_core.selection import sample_clients
+from fairfl_core.sim.context import Simulation
 
 __all__ = ["AFGA", "AFGAHyper", "CAFGA", "CAFGAHyper", "stratified_sample"]
 
@@ -97,10 +98,10 @@ def stratified_sample(rng: np.random.Generator, clusters: np.ndarray, per_cluste
 
 
 @register("afga")
-class AFGA(FederatedAlgorithm):
+class AFGA(FederatedAlgorithm[AFGAHyper]):
     Hyper = AFGAHyper
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: AFGAHyper) -> None:
         super().__init__(sim, hp)
         train = sim.train
         steps = train.local_steps if train.local_steps is not None else 1

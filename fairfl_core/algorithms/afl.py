@@ -35,6 +35,7 @@ import torch
 from fairfl_core.algorithms.base import FederatedAlgorithm, Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedsgd import full_batch_spec
 from fairfl_core.algorithms.hyper import ServerPluginHyper
+from fairfl_core.sim.context import Simulation
 
 __all__ = ["AFL", "AFLHyper", "afl_lambda_step", "project_simplex"]
 
@@ -73,10 +74,10 @@ def afl_lambda_step(lam: torch.Tensor, losses: torch.Tensor, lr_lambda: float) -
 
 
 @register("afl")
-class AFL(FederatedAlgorithm):
+class AFL(FederatedAlgorithm[AFLHyper]):
     Hyper = AFLHyper
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: AFLHyper) -> None:
         super().__init__(sim, hp)
         n = sim.num_clients
         self.state.update(

@@ -29,15 +29,18 @@ within a round travels in the ``Plan`` and ``Uploads``, never in attributes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 import torch
 
+from fairfl_core.algorithms import hyper
 from fairfl_core.algorithms.server_plugins import ServerPlugins
 from fairfl_core.dataclass_io import build_dataclass
 from fairfl_core.sim.batches import steps_per_client
+from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.faults import RoundFaults
 from fairfl_core.sim.local import LocalResult, LocalSpec
 
@@ -54,7 +57,10 @@ __all__ = [
     "register",
 ]
 
-ALGORITHMS: dict[str, type] = {}
+H = TypeVar("H", bound=hyper.Hyper, covariant=True)
+HP = TypeVar("HP", bound=hyper.Hyper)
+
+ALGORITHMS: dict[str, type[FederatedAlgorithm[hyper.Hyper]]] = {}
 
 
 @dataclass
@@ -107,14 +113,18 @@ class Update:
     diagnostics: dict[str, Any] = field(default_factory=dict)
 
 
-class FederatedAlgorithm:
-    """Base of every algorithm: the state, the round template and what the runner reads (module docstring)."""
+class FederatedAlgorithm(Generic[H]):
+    """Base of every algorithm: the state, the round template and what the runner reads (module docstring).
 
-    Hyper: ClassVar[type]
+    Generic in its hyperparameters: ``class FedDyn(FederatedAlgorithm[FedDynHyper])`` makes ``self.hp`` a
+    ``FedDynHyper``, and its ``Hyper = FedDynHyper`` is the class the registry builds them from (a ClassVar
+    cannot name the type parameter, so an algorithm states both)."""
+
+    Hyper: ClassVar[type[hyper.Hyper]]
     personalized: ClassVar[bool] = False
     name: ClassVar[str]
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: H) -> None:
         self.sim, self.hp = sim, hp
         self.plugins = ServerPlugins(hp)
         w = sim.engine.init_params()
@@ -207,10 +217,13 @@ class FederatedAlgorithm:
             self.adopt_running(self.state["running"])
 
 
-def register(name: str):
+A = TypeVar("A", bound=type[FederatedAlgorithm[hyper.Hyper]])
+
+
+def register(name: str) -> Callable[[A], A]:
     """Class decorator adding an algorithm to the registry under ``name``."""
 
-    def wrap(cls):
+    def wrap(cls: A) -> A:
         if name in ALGORITHMS:
             raise ValueError(f"algorithm {name!r} registered twice")
         cls.name = name
@@ -220,7 +233,7 @@ def register(name: str):
     return wrap
 
 
-def algorithm_class(name: str) -> type[FederatedAlgorithm]:
+def algorithm_class(name: str) -> type[FederatedAlgorithm[hyper.Hyper]]:
     import fairfl_core.algorithms  # noqa: F401  (populates the registry)
 
     if name not in ALGORITHMS:
@@ -228,11 +241,13 @@ def algorithm_class(name: str) -> type[FederatedAlgorithm]:
     return ALGORITHMS[name]
 
 
-def make_hyper(hyper_cls: type, params: dict[str, Any] | None, owner: str = "algorithm"):
+def make_hyper(hyper_cls: type[HP], params: dict[str, Any] | None, owner: str = "algorithm") -> HP:
     """Build a hyperparameter dataclass, naming any unknown field and the valid ones."""
     return build_dataclass(hyper_cls, params, owner)
 
 
-def build_algorithm(name: str, sim, params: dict[str, Any] | None = None):
+def build_algorithm(
+    name: str, sim: Simulation, params: dict[str, Any] | None = None
+) -> FederatedAlgorithm[hyper.Hyper]:
     cls = algorithm_class(name)
     return cls(sim, make_hyper(cls.Hyper, params, owner=f"algorithm {name!r}"))

@@ -32,7 +32,7 @@ class CentralizedHyper(Hyper):
 
 
 @register("centralized")
-class Centralized(FederatedAlgorithm):
+class Centralized(FederatedAlgorithm[CentralizedHyper]):
     Hyper = CentralizedHyper
 
     def round(self, t: int) -> RoundOutput:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import Plan, Update, Uploads, register
-from fairfl_core.algorithms.fedavg import FedAvg
+from fairfl_core.algorithms.base import FederatedAlgorithm, Plan, Update, Uploads, register
+from fairfl_core.algorithms.fedavg import average_step
 from fairfl_core.algorithms.fedprox import Proximal, proximal_spec
 from fairfl_core.algorithms.hyper import Averaging, ServerPluginHyper
 from fairfl_core.algorithms.server_plugins import remember_rows
@@ -26,6 +26,7 @@ from fairfl_core.selection.clustered import (
     representative_distances,
     sample_one_per_row,
 )
+from fairfl_core.sim.context import Simulation
 
 __all__ = ["ClusteredSampling", "ClusteredSamplingHyper"]
 
@@ -45,10 +46,10 @@ class ClusteredSamplingHyper(Proximal, ServerPluginHyper, Averaging):
 
 
 @register("clustered_sampling")
-class ClusteredSampling(FedAvg):
+class ClusteredSampling(FederatedAlgorithm[ClusteredSamplingHyper]):
     Hyper = ClusteredSamplingHyper
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: ClusteredSamplingHyper) -> None:
         super().__init__(sim, hp)
         self.state["rep_grads"] = torch.zeros(
             sim.num_clients, self.w.numel(), dtype=self.w.dtype, device=self.w.device
@@ -75,4 +76,4 @@ class ClusteredSampling(FedAvg):
         representative gradients (one per client drawn twice)."""
         updates = uploads.params - self.w
         self.state["rep_grads"] = remember_rows(self.state["rep_grads"], uploads.clients, updates)
-        return super().aggregate(t, plan, uploads)
+        return average_step(self.sim, self.w, uploads, self.hp)

@@ -20,13 +20,17 @@ its adaptive step stay as they are; it still gossips.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from fairfl_core.algorithms.base import register
 from fairfl_core.algorithms.dsgd import DSGD, DSGDHyper
 from fairfl_core.gossip import Mixer
-from fairfl_core.sim.transfer import to_device
+from fairfl_core.sim.context import Simulation
+
+if TYPE_CHECKING:
+    from fairfl_core.sim.client_stack import ClientStack
 
 __all__ = ["DAdam", "DAdamHyper", "dadam_moments"]
 
@@ -57,22 +61,22 @@ def dadam_moments(
 
 
 @register("dadam")
-class DAdam(DSGD):
+class DAdam(DSGD[DAdamHyper]):
     Hyper = DAdamHyper
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: DAdamHyper) -> None:
         super().__init__(sim, hp)
         models = self.state["models"]
         self.state.update(
             m=torch.zeros_like(models), v=torch.zeros_like(models), v_hat=torch.zeros_like(models)
         )
 
-    def iteration(self, stack, mixer: Mixer, last: bool) -> None:
+    def iteration(self, stack: ClientStack, mixer: Mixer, last: bool) -> None:
         """Gradients at x_i, the moments of the clients that stepped, X ← W X, then the adaptive step."""
         hp, state = self.hp, self.state
         before = stack.steps_taken()
         g = stack.gradients()
-        stepped = to_device(stack.steps_taken() > before, g.device)[:, None]
+        stepped = self.sim.tensor(stack.steps_taken() > before)[:, None]
         moments = dadam_moments(g, state["m"], state["v"], state["v_hat"], hp.beta1, hp.beta2)
         m, v, v_hat = (
             torch.where(stepped, new, old)

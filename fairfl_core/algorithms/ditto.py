@@ -25,6 +25,7 @@ import torch
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper
 from fairfl_core.algorithms.server_plugins import remember_rows
+from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.faults import RoundFaults
 from fairfl_core.sim.local import LocalResult
 
@@ -43,11 +44,11 @@ class DittoHyper(FedAvgHyper):
 
 
 @register("ditto")
-class Ditto(FedAvg):
+class Ditto(FedAvg[DittoHyper]):
     Hyper = DittoHyper
     personalized = True
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: DittoHyper) -> None:
         super().__init__(sim, hp)
         self.state["personal"] = self.w.expand(sim.num_clients, -1).clone()
 

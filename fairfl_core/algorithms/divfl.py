@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import Plan, Update, Uploads, register
-from fairfl_core.algorithms.fedavg import FedAvg
+from fairfl_core.algorithms.base import FederatedAlgorithm, Plan, Update, Uploads, register
+from fairfl_core.algorithms.fedavg import average_step
 from fairfl_core.algorithms.fedprox import Proximal, proximal_spec
 from fairfl_core.algorithms.hyper import Averaging, ServerPluginHyper
 from fairfl_core.selection.facility_location import (
@@ -31,6 +31,7 @@ from fairfl_core.selection.facility_location import (
     stochastic_pool_size,
 )
 from fairfl_core.selection.submodular import maximize
+from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.transfer import to_device
 
 __all__ = ["ClientSelector", "DivFL", "DivFLHyper", "Selection"]
@@ -79,7 +80,7 @@ class ClientSelector:
     Its state, in the algorithm's checkpointed ``state`` (``grad_mode="stale"`` only, from the first round):
     ``grads`` ``[N, P]``, the cached gradients, and ``dist`` ``[N, N]``, their distances."""
 
-    def __init__(self, sim, hp: DivFLHyper):
+    def __init__(self, sim: Simulation, hp: DivFLHyper) -> None:
         if hp.pool_size is not None and hp.pool_size > sim.num_clients:
             raise ValueError(
                 f"pool_size (r) = {hp.pool_size} exceeds the {sim.num_clients} clients; use r ≤ N (paper: 10)"
@@ -130,10 +131,10 @@ class ClientSelector:
 
 
 @register("divfl")
-class DivFL(FedAvg):
+class DivFL(FederatedAlgorithm[DivFLHyper]):
     Hyper = DivFLHyper
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: DivFLHyper) -> None:
         super().__init__(sim, hp)
         self.selector = ClientSelector(sim, hp)
 
@@ -148,4 +149,4 @@ class DivFL(FedAvg):
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         """FedAvg's step, after the selector's refresh of the uploading clients' stale gradients."""
         self.selector.refresh(self.state, self.w, uploads.clients)
-        return super().aggregate(t, plan, uploads)
+        return average_step(self.sim, self.w, uploads, self.hp)

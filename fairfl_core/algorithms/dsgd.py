@@ -22,13 +22,17 @@ fraction of them); every client still gossips. A round in which every client fai
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 import numpy as np
 
 from fairfl_core.algorithms.base import FederatedAlgorithm, RoundOutput, register
 from fairfl_core.algorithms.hyper import Hyper
 from fairfl_core.gossip import Mixer, consensus_error, topology
+from fairfl_core.sim.context import Simulation
+
+if TYPE_CHECKING:
+    from fairfl_core.sim.client_stack import ClientStack
 
 __all__ = ["DSGD", "DSGDHyper", "PGA"]
 
@@ -42,12 +46,15 @@ class DSGDHyper(Hyper):
     topology_seed: int = 0
 
 
+D = TypeVar("D", bound=DSGDHyper, covariant=True)
+
+
 @register("dsgd")
-class DSGD(FederatedAlgorithm):
+class DSGD(FederatedAlgorithm[D]):
     Hyper = DSGDHyper
     average_each_round: ClassVar[bool] = False
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: D) -> None:
         super().__init__(sim, hp)
         n = sim.num_clients
         self.W = topology(hp.topology, n, rho=hp.rho, seed=hp.topology_seed)
@@ -90,7 +97,7 @@ class DSGD(FederatedAlgorithm):
             self.adopt_running(running.mean(0))
         return self.report(everyone, faults, diagnostics)
 
-    def iteration(self, stack, mixer: Mixer, last: bool) -> None:
+    def iteration(self, stack: ClientStack, mixer: Mixer, last: bool) -> None:
         """One iteration, adapt then combine: every client steps on its own minibatch, then all gossip (PGA:
         the round's last gossip is replaced by the exact average, taken after the loop)."""
         stack.step()
@@ -99,7 +106,7 @@ class DSGD(FederatedAlgorithm):
 
 
 @register("pga")
-class PGA(DSGD):
+class PGA(DSGD[DSGDHyper]):
     """Gossip-PGA: DSGD with the exact global average in place of the gossip every Z iterations."""
 
     average_each_round = True

@@ -50,19 +50,20 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from fairfl_core.algorithms.base import Plan, RoundOutput, Update, Uploads, register
-from fairfl_core.algorithms.fedavg import FedAvg, averaged, select_clients
+from fairfl_core.algorithms.base import FederatedAlgorithm, Plan, RoundOutput, Update, Uploads, register
+from fairfl_core.algorithms.fedavg import averaged, select_clients
 from fairfl_core.algorithms.fedprox import Proximal, proximal_spec
 from fairfl_core.algorithms.hyper import ClientSampling, ServerPluginHyper
 from fairfl_core.metrics import client_disagreement, cluster_nmi, sigma_acc
 from fairfl_core.selection.activation_clustering import (
     SIMILARITIES,
     SPECTRAL_VARIANTS,
+    ClusterWeights,
     activation_statistic,
     check_reduction,
     cluster_weights,
 )
-from fairfl_core.sim.transfer import to_device
+from fairfl_core.sim.context import Simulation
 
 __all__ = ["EquitableFL", "EquitableFLHyper"]
 
@@ -115,10 +116,10 @@ def _finite(x: float) -> float | None:
 
 
 @register("equitable_fl")
-class EquitableFL(FedAvg):
+class EquitableFL(FederatedAlgorithm[EquitableFLHyper]):
     Hyper = EquitableFLHyper
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: EquitableFLHyper) -> None:
         super().__init__(sim, hp)
         model = sim.engine.model
         if not callable(getattr(model, "features", None)):
@@ -147,7 +148,7 @@ class EquitableFL(FedAvg):
             return uploads.result.stats[self.statistic.name]
         return self.sim.engine.features(uploads.params, uploads.clients, "train", transform="log_softmax")
 
-    def clusters(self, t: int, acts: torch.Tensor, stream: str = "kmeans"):
+    def clusters(self, t: int, acts: torch.Tensor, stream: str = "kmeans") -> ClusterWeights:
         """getprobs of Algorithm 1 with C capped at the number of rows (the r = C fallback below it)."""
         hp = self.hp
         c = min(hp.num_clusters, acts.shape[0])
@@ -157,7 +158,7 @@ class EquitableFL(FedAvg):
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         found = self.clusters(t, self.activations(uploads))
         short = len(uploads.clients) < self.hp.num_clusters
-        p = to_device(found.weights, self.w.device, self.w.dtype)
+        p = self.sim.tensor(found.weights, self.w.dtype)
         diagnostics = {
             "participants": uploads.clients.tolist(),
             "clusters": found.labels.tolist(),
@@ -197,11 +198,11 @@ class EquitableFL(FedAvg):
         engine, n = self.sim.engine, self.sim.num_clients
         loss, acc = engine.losses(self.w, None, "test")
         global_acc = 100 * engine.pooled(self.w)[0]
-        loss = loss.double().cpu().numpy()
+        losses = loss.double().cpu().numpy()
         out = {
             "global_acc": global_acc,
             "sigma_acc": sigma_acc(100 * acc.double().cpu().numpy(), global_acc),
-            "cd": client_disagreement(loss[participants], self.hp.cd_literal)
+            "cd": client_disagreement(losses[participants], self.hp.cd_literal)
             if len(participants) > 1
             else None,
         }

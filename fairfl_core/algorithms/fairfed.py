@@ -25,13 +25,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fairfl_core.algorithms.base import Plan, Update, Uploads, register
-from fairfl_core.algorithms.fedavg import FedAvg, averaged, select_clients
+from fairfl_core.algorithms.base import FederatedAlgorithm, Plan, Update, Uploads, register
+from fairfl_core.algorithms.fedavg import averaged, select_clients
 from fairfl_core.algorithms.fedprox import Proximal, proximal_spec
 from fairfl_core.algorithms.hyper import ClientSampling, ServerPluginHyper
 from fairfl_core.algorithms.server_plugins import remember_rows
 from fairfl_core.metrics.parity import true_positive_rates
-from fairfl_core.sim.transfer import to_device
+from fairfl_core.sim.context import Simulation
 
 __all__ = [
     "FairFed",
@@ -110,10 +110,10 @@ class FairFedHyper(Proximal, ServerPluginHyper, ClientSampling):
 
 
 @register("fairfed")
-class FairFed(FedAvg):
+class FairFed(FederatedAlgorithm[FairFedHyper]):
     Hyper = FairFedHyper
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: FairFedHyper) -> None:
         super().__init__(sim, hp)
         self.state["fair_weights"] = sim.train_sizes / sim.train_sizes.sum()
 
@@ -134,6 +134,6 @@ class FairFed(FedAvg):
             gaps, extra = fairfed_group_gaps(acc.cpu().numpy(), sizes, group_counts)
         fair = fairfed_update(self.state["fair_weights"][clients], gaps, self.hp.beta)
         self.state["fair_weights"] = remember_rows(self.state["fair_weights"], clients, fair)
-        p = to_device(fairfed_weights(fair, sizes), self.w.device, self.w.dtype)
+        p = self.sim.tensor(fairfed_weights(fair, sizes), self.w.dtype)
         new_w = averaged(self.w, uploads.params, p, self.hp.server_lr)
         return Update(new_w, p, self.hp.server_lr, {"gaps": gaps.tolist(), "weights": p.tolist(), **extra})

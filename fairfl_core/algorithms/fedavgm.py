@@ -29,5 +29,5 @@ class FedAvgMHyper(FedAvgHyper):
 
 
 @register("fedavgm")
-class FedAvgM(FedAvg):
+class FedAvgM(FedAvg[FedAvgMHyper]):
     Hyper = FedAvgMHyper

@@ -25,7 +25,7 @@ from fairfl_core.algorithms.base import FederatedAlgorithm, Plan, Update, Upload
 from fairfl_core.algorithms.fedavg import select_clients
 from fairfl_core.algorithms.hyper import ClientSampling, ServerPluginHyper
 from fairfl_core.algorithms.server_plugins import remember_rows
-from fairfl_core.sim.transfer import to_device
+from fairfl_core.sim.context import Simulation
 
 __all__ = ["FedDyn", "FedDynHyper", "feddyn_server_step"]
 
@@ -51,10 +51,10 @@ def feddyn_server_step(
 
 
 @register("feddyn")
-class FedDyn(FederatedAlgorithm):
+class FedDyn(FederatedAlgorithm[FedDynHyper]):
     Hyper = FedDynHyper
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: FedDynHyper) -> None:
         super().__init__(sim, hp)
         self.state["h"] = torch.zeros_like(self.w)
         self.state["h_i"] = self.w.new_zeros(sim.num_clients, self.w.numel())
@@ -62,12 +62,12 @@ class FedDyn(FederatedAlgorithm):
     def configure(self, t: int) -> Plan:
         """Local SGD on ∇F_i(θ) − h_i + α (θ − x_r)."""
         clients = select_clients(self.sim, t, self.hp)
-        h_i = self.state["h_i"][to_device(clients, self.w.device)]
+        h_i = self.state["h_i"][self.sim.tensor(clients)]
         return Plan(clients, self.sim.local_spec(t, grad_shift=-h_i, prox_mu=self.hp.alpha, prox_ref=self.w))
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         clients, local, alpha = uploads.clients, uploads.params, self.hp.alpha
-        h_i = self.state["h_i"][to_device(clients, self.w.device)]
+        h_i = self.state["h_i"][self.sim.tensor(clients)]
         self.state["h_i"] = remember_rows(self.state["h_i"], clients, h_i - alpha * (local - self.w))
         w, self.state["h"] = feddyn_server_step(self.w, self.state["h"], local, alpha, self.sim.num_clients)
         p = torch.full((len(clients),), 1.0 / len(clients), dtype=self.w.dtype, device=self.w.device)

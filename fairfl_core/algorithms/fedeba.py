@@ -27,6 +27,7 @@ import torch
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights
+from fairfl_core.sim.context import Simulation
 
 __all__ = [
     "EBAWeighting",
@@ -102,7 +103,7 @@ class EBAWeighting:
     (Eq. 22), the weights p of given losses (Eq. 4), and the round's weights of the post-training losses
     (Alg. 1 line 15) with their diagnostics. Stateless: it reads ``sim`` and the ``FedEBAHyper`` fields."""
 
-    def __init__(self, sim, hp: FedEBAHyper):
+    def __init__(self, sim: Simulation, hp: FedEBAHyper) -> None:
         self.sim, self.hp = sim, hp
 
     def tau(self, t: int) -> float:
@@ -143,12 +144,12 @@ class EBAWeighting:
 
 
 @register("fedeba")
-class FedEBA(FedAvg):
+class FedEBA(FedAvg[FedEBAHyper]):
     """FedAvg's round with the EBA weights p of the post-training losses: Δ_t = Σ_i p_i Δ_i."""
 
     Hyper = FedEBAHyper
 
-    def __init__(self, sim, hp: FedEBAHyper):
+    def __init__(self, sim: Simulation, hp: FedEBAHyper) -> None:
         super().__init__(sim, hp)
         self.eba = EBAWeighting(sim, hp)
 

@@ -54,6 +54,7 @@ gradient is over the steps taken).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +67,7 @@ from fairfl_core.algorithms.fedeba import EBAWeighting, FedEBAHyper
 from fairfl_core.algorithms.hyper import Hyper
 from fairfl_core.metrics import extra_communication_fraction
 from fairfl_core.sim.batches import steps_per_client
+from fairfl_core.sim.context import Simulation
 
 __all__ = [
     "Alignment",
@@ -131,7 +133,7 @@ class PracFedEBAPlusHyper(Alignment, FedEBAHyper):
     theta: float = 15.0
 
 
-def fair_angle(losses) -> float:
+def fair_angle(losses: torch.Tensor | np.ndarray | Sequence[float]) -> float:
     """φ = arccos(⟨L, 1⟩ / (‖L‖ √n)) in degrees (FedEBA+ Alg. 1 line 7).
 
     Evaluated as atan2(std(L), mean(L)) (population std): ‖L‖² = n (mean² + var), so both are the same
@@ -178,14 +180,14 @@ def fair_angle_test(losses: torch.Tensor, hp: Alignment) -> AlignmentPlan:
     return AlignmentPlan(losses, angle, branch)
 
 
-def local_steps(sim, t: int, clients: np.ndarray) -> torch.Tensor:
+def local_steps(sim: Simulation, t: int, clients: np.ndarray) -> torch.Tensor:
     """K_i: the local steps scheduled for each client in round t (equal in steps mode)."""
     spec = sim.local_spec(t)
     counts = sim.engine.counts("train")[clients]
     return torch.as_tensor(steps_per_client(counts, spec.batch_size, spec.steps, spec.epochs))
 
 
-def alignment_diagnostics(t: int, plan: AlignmentPlan, extra_comms) -> dict[str, Any]:
+def alignment_diagnostics(t: int, plan: AlignmentPlan, extra_comms: int) -> dict[str, Any]:
     """The round's ``fair_angle``, ``branch``, ``extra_comms`` (the state's count of extra exchanges) and
     ``extra_cost`` = extra / (rounds + extra) (Table 3)."""
     extra = int(extra_comms)
@@ -198,13 +200,13 @@ def alignment_diagnostics(t: int, plan: AlignmentPlan, extra_comms) -> dict[str,
 
 
 @register("fedeba+")
-class FedEBAPlus(FedAvg):
+class FedEBAPlus(FedAvg[FedEBAPlusHyper]):
     """Alg. 1: the EBA weighting (``fedeba.py``) with the alignment chosen by the fair-angle test. State:
     ``extra_comms``, the count of gradient-alignment rounds (each one extra exchange, Eqs. 10–11)."""
 
     Hyper = FedEBAPlusHyper
 
-    def __init__(self, sim, hp: FedEBAPlusHyper):
+    def __init__(self, sim: Simulation, hp: FedEBAPlusHyper) -> None:
         super().__init__(sim, hp)
         self.eba = EBAWeighting(sim, hp)
         self.state["extra_comms"] = 0
@@ -253,13 +255,13 @@ class FedEBAPlus(FedAvg):
 
 
 @register("prac_fedeba+")
-class PracFedEBAPlus(FedAvg):
+class PracFedEBAPlus(FedAvg[PracFedEBAPlusHyper]):
     """Alg. 3: FedAvg's local training, the EBA weighting (``fedeba.py``) and the alignment of the current
     round's updates. State: ``extra_comms``, always 0 (no extra exchange), as FedEBA+ reports it."""
 
     Hyper = PracFedEBAPlusHyper
 
-    def __init__(self, sim, hp: PracFedEBAPlusHyper):
+    def __init__(self, sim: Simulation, hp: PracFedEBAPlusHyper) -> None:
         super().__init__(sim, hp)
         self.eba = EBAWeighting(sim, hp)
         self.state["extra_comms"] = 0

@@ -20,6 +20,7 @@ Defaults: FedEBA+ Tables 7–8/18 (α = 0.1, τ = 10). ``weighting="uniform"`` (
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,9 +29,11 @@ import torch
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights
 from fairfl_core.algorithms.server_plugins import remember_rows
-from fairfl_core.sim.transfer import to_device
+from fairfl_core.sim.context import Simulation
 
 __all__ = ["FedFV", "FedFVHyper", "fedfv_kept", "fedfv_project", "fedfv_history_project", "rescale_to"]
+
+ToDevice = Callable[[np.ndarray], torch.Tensor]  # host indices → a tensor (``Simulation.tensor``)
 
 
 @dataclass
@@ -58,15 +61,19 @@ def fedfv_kept(losses: np.ndarray, alpha: float) -> np.ndarray:
     return order[math.ceil((len(order) - 1) * (1 - alpha)) :] if alpha > 0 else order[:0]
 
 
-def fedfv_project(grads: torch.Tensor, losses: np.ndarray, alpha: float) -> torch.Tensor:
+def fedfv_project(
+    grads: torch.Tensor, losses: np.ndarray, alpha: float, tensor: ToDevice = torch.as_tensor
+) -> torch.Tensor:
     """FedFV's internal-conflict projection (paper Alg. 1; FLGo ``iterate``): ``[K, P]`` → same.
 
     All projected clients advance together: for each j in ascending-loss order, every g̃_i (i ≠ j, i not
-    kept) that conflicts with g_j loses its component along g_j.
+    kept) that conflicts with g_j loses its component along g_j. ``tensor`` takes the kept clients' indices
+    to ``grads``' device (``Simulation.tensor``; the default leaves them on the host, a blocking copy on a
+    GPU).
     """
     order = np.argsort(np.asarray(losses), kind="stable")
     movable = torch.ones(len(order), dtype=torch.bool, device=grads.device)
-    movable[to_device(fedfv_kept(losses, alpha), grads.device, torch.long)] = False
+    movable[tensor(fedfv_kept(losses, alpha))] = False
     out = grads.clone()
     sq_norms = (grads * grads).sum(1)
     for j in order:
@@ -79,12 +86,18 @@ def fedfv_project(grads: torch.Tensor, losses: np.ndarray, alpha: float) -> torc
 
 
 def fedfv_history_project(
-    g: torch.Tensor, history: torch.Tensor, last_round: np.ndarray, t: int, tau: int
+    g: torch.Tensor,
+    history: torch.Tensor,
+    last_round: np.ndarray,
+    t: int,
+    tau: int,
+    tensor: ToDevice = torch.as_tensor,
 ) -> torch.Tensor:
     """FedFV's external-conflict step (paper Alg. 1; FLGo ``iterate``): oldest round first, project ``g`` off
-    the sum of the stored gradients of the clients last selected at round t − k that conflict with it."""
+    the sum of the stored gradients of the clients last selected at round t − k that conflict with it
+    (``tensor``: as :func:`fedfv_project`'s, for their rows of ``history``)."""
     for k in range(tau - 1, -1, -1):
-        rows = to_device(np.flatnonzero(last_round == t - k), g.device, torch.long)
+        rows = tensor(np.flatnonzero(last_round == t - k))
         stored = history[rows]
         conflicting = stored[stored @ g < 0]
         if len(conflicting):
@@ -102,10 +115,10 @@ def rescale_to(g: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
 
 
 @register("fedfv")
-class FedFV(FedAvg):
+class FedFV(FedAvg[FedFVHyper]):
     Hyper = FedFVHyper
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: FedFVHyper) -> None:
         super().__init__(sim, hp)
         if hp.tau > 0:
             self.state["history"] = torch.zeros(
@@ -119,12 +132,13 @@ class FedFV(FedAvg):
         clients, grads = uploads.clients, self.w - uploads.params
         loss = self.sim.engine.losses(self.w, clients, "train")[0].cpu().numpy()
         p = average_weights(self.sim, clients, self.hp, self.w)
-        g = p @ fedfv_project(grads, loss, self.hp.alpha)
+        g = p @ fedfv_project(grads, loss, self.hp.alpha, self.sim.tensor)
         if self.hp.tau > 0:  # remember g_k before the history step, which includes this round (k = 0)
             self.state["history"] = remember_rows(self.state["history"], clients, grads)
             self.state["last_round"] = remember_rows(
                 self.state["last_round"], clients, np.full(len(clients), t)
             )
             if t + 1 >= self.hp.tau:  # FLGo counts rounds from 1: ``current_round >= tau``
-                g = fedfv_history_project(g, self.state["history"], self.state["last_round"], t, self.hp.tau)
+                history, last_round = self.state["history"], self.state["last_round"]
+                g = fedfv_history_project(g, history, last_round, t, self.hp.tau, self.sim.tensor)
         return Update(self.w - self.hp.server_lr * rescale_to(g, p @ grads), p, self.hp.server_lr)

@@ -24,7 +24,6 @@ import torch
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights
-from fairfl_core.sim.transfer import to_device
 
 __all__ = [
     "BOX_CENTRES",
@@ -154,7 +153,7 @@ def min_norm_in_box(
     if lipschitz <= 0:
         return x
 
-    def value(z):
+    def value(z: np.ndarray) -> float:
         return float(z @ gram @ z)
 
     y, theta, fx = x, 1.0, value(x)
@@ -177,7 +176,7 @@ def min_norm_in_box(
 
 
 @register("fedmgda+")
-class FedMGDA(FedAvg):
+class FedMGDA(FedAvg[FedMGDAHyper]):
     Hyper = FedMGDAHyper
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
@@ -188,5 +187,5 @@ class FedMGDA(FedAvg):
         prior = box_centre(self.hp.box_centre, p.cpu().numpy())
         gram = (directions @ directions.T).cpu().numpy().astype(np.float64)
         lam = min_norm_in_box(gram, prior, self.hp.epsilon)
-        step = to_device(lam, self.w.device, self.w.dtype) @ directions
+        step = self.sim.tensor(lam, self.w.dtype) @ directions
         return Update(self.w - self.hp.server_lr * step, p, self.hp.server_lr, {"lambda": lam.tolist()})

@@ -215,13 +215,19 @@ class ServerOptimizer:
     fields: tuple[str, ...] = ("beta1", "beta2", "tau")
     moments: tuple[str, ...] = ("m", "v")
 
-    def init_state(self, w: Tensor, hp: FedAdagradHyper) -> dict[str, Tensor]:
-        """m_{−1} = 0 and v_{−1} (and v̂) = ``hp.v_init``."""
+    def init_state(self, w: Tensor, hp: FedAvgHyper) -> dict[str, Tensor]:
+        """m_{−1} = 0 and v_{−1} (and v̂) = ``hp.v_init``. ``hp`` must be a ``FedAdagradHyper``: ``FedAvg``
+        holds any FedAvgHyper, so an optimiser's pairing with its Hyper is checked here, once a run."""
+        if not isinstance(hp, FedAdagradHyper):
+            raise TypeError(
+                f"a server optimizer reads the fields of FedAdagradHyper (v_init, {', '.join(self.fields)}); "
+                f"{type(hp).__name__} is not one: derive the algorithm's Hyper from FedAdagradHyper"
+            )
         return {k: torch.zeros_like(w) if k == "m" else torch.full_like(w, hp.v_init) for k in self.moments}
 
-    def step(self, state: dict[str, Any], w: Tensor, delta: Tensor, hp: FedAdagradHyper) -> Tensor:
+    def step(self, state: dict[str, Any], w: Tensor, delta: Tensor, hp: FedAvgHyper) -> Tensor:
         """One step from ``w`` on the pseudo-gradient ``delta`` [P]: updates the moments in ``state`` and
-        returns the new w."""
+        returns the new w (η = ``server_lr``, the rule's ``fields`` read from ``hp`` by name)."""
         args = {name: getattr(hp, name) for name in self.fields}
         new_w, *moments = self.rule(w, delta, *(state[k] for k in self.moments), lr=hp.server_lr, **args)
         state.update(zip(self.moments, moments, strict=True))
@@ -230,25 +236,25 @@ class ServerOptimizer:
 
 # -- algorithms: FedAvg with a server optimiser ---------------------------------------------------------
 @register("fedadagrad")
-class FedAdagrad(FedAvg):
+class FedAdagrad(FedAvg[FedAdagradHyper]):
     Hyper = FedAdagradHyper
     server_optimizer = ServerOptimizer(adagrad_server_step, fields=("beta1", "tau"))
 
 
 @register("fedadam")
-class FedAdam(FedAvg):
+class FedAdam(FedAvg[FedAdamHyper]):
     Hyper = FedAdamHyper
     server_optimizer = ServerOptimizer(adam_server_step)
 
 
 @register("fedyogi")
-class FedYogi(FedAvg):
+class FedYogi(FedAvg[FedYogiHyper]):
     Hyper = FedYogiHyper
     server_optimizer = ServerOptimizer(yogi_server_step)
 
 
 @register("fedamsgrad")
-class FedAMSGrad(FedAvg):
+class FedAMSGrad(FedAvg[FedAMSGradHyper]):
     Hyper = FedAMSGradHyper
     server_optimizer = ServerOptimizer(
         amsgrad_server_step, fields=("beta1", "beta2", "tau", "variant"), moments=("m", "v", "v_hat")

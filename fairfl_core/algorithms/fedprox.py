@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+
+import torch
 
 from fairfl_core.algorithms.base import Plan, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, select_clients
 from fairfl_core.algorithms.hyper import Hyper
+from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.local import LocalSpec
 
 __all__ = ["FedProx", "FedProxHyper", "Proximal", "proximal_spec"]
@@ -29,14 +31,14 @@ class FedProxHyper(Proximal, FedAvgHyper):
     """FedAvg's groups and the proximal weight μ."""
 
 
-def proximal_spec(sim, t: int, mu: float, w) -> LocalSpec:
+def proximal_spec(sim: Simulation, t: int, mu: float, w: torch.Tensor) -> LocalSpec:
     """Round t's local step with the proximal term (μ/2)‖w − w^t‖² towards the received model ``w``."""
     return sim.local_spec(t, prox_mu=mu, prox_ref=w)
 
 
 @register("fedprox")
-class FedProx(FedAvg):
-    Hyper: ClassVar[type] = FedProxHyper
+class FedProx(FedAvg[FedProxHyper]):
+    Hyper = FedProxHyper
 
     def configure(self, t: int) -> Plan:
         return Plan(select_clients(self.sim, t, self.hp), proximal_spec(self.sim, t, self.hp.mu, self.w))

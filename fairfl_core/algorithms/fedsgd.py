@@ -7,13 +7,14 @@ averages like FedAvg, so x_{t+1} = x_t − η_t Σ_k p_k ∇F_k(x_t).
 from __future__ import annotations
 
 from fairfl_core.algorithms.base import Plan, register
-from fairfl_core.algorithms.fedavg import FedAvg, select_clients
+from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, select_clients
+from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.local import LocalSpec
 
 __all__ = ["FedSGD", "full_batch_spec"]
 
 
-def full_batch_spec(sim, t: int) -> LocalSpec:
+def full_batch_spec(sim: Simulation, t: int) -> LocalSpec:
     """The round's local spec reduced to one step on each client's whole training set.
 
     The batch size is the largest client's n_k, so every client's single minibatch holds all its samples
@@ -23,7 +24,7 @@ def full_batch_spec(sim, t: int) -> LocalSpec:
 
 
 @register("fedsgd")
-class FedSGD(FedAvg):
+class FedSGD(FedAvg[FedAvgHyper]):
     """FedAvg with the local work replaced by one full-batch gradient step."""
 
     def configure(self, t: int) -> Plan:

@@ -42,6 +42,7 @@ scales by K/|survivors|.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +52,7 @@ import torch
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, select_clients
 from fairfl_core.algorithms.server_plugins import remember_rows
+from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.local import LocalResult
 from fairfl_core.sim.transfer import to_device
 
@@ -168,15 +170,21 @@ def fairness_objective(p: np.ndarray, groups: np.ndarray, client_losses: np.ndar
 
 
 # -- the group penalty (a part the GIFAIR algorithms compose) ----------------------------------------------
-def _losses_at_local_models(sim, w: torch.Tensor, clients: np.ndarray, result: LocalResult) -> torch.Tensor:
+def _losses_at_local_models(
+    sim: Simulation, w: torch.Tensor, clients: np.ndarray, result: LocalResult
+) -> torch.Tensor:
     return sim.engine.losses(result.params, clients, "train")[0]
 
 
-def _minibatch_losses(sim, w: torch.Tensor, clients: np.ndarray, result: LocalResult) -> torch.Tensor:
+def _minibatch_losses(
+    sim: Simulation, w: torch.Tensor, clients: np.ndarray, result: LocalResult
+) -> torch.Tensor:
     return result.train_loss
 
 
-def _losses_at_new_global(sim, w: torch.Tensor, clients: np.ndarray, result: LocalResult) -> torch.Tensor:
+def _losses_at_new_global(
+    sim: Simulation, w: torch.Tensor, clients: np.ndarray, result: LocalResult
+) -> torch.Tensor:
     return sim.engine.losses(w, clients, "train")[0]
 
 
@@ -185,7 +193,7 @@ LOSS_SOURCES = {
     "minibatch": _minibatch_losses,
     "global": _losses_at_new_global,
 }
-INIT_LOSSES = {
+INIT_LOSSES: dict[str, Callable[[Simulation, torch.Tensor], np.ndarray]] = {
     "evaluate": lambda sim, w: sim.engine.losses(w, None, "train")[0].double().cpu().numpy(),
     "zero": lambda sim, w: np.zeros(sim.num_clients),
 }
@@ -232,7 +240,7 @@ class GroupPenalty:
     the cache after the server step from what the uploading clients report (``hp.loss_source``), and
     ``unbiased_update`` Remark 2's aggregate (module docstring)."""
 
-    def __init__(self, sim, hp: GIFAIRHyper):
+    def __init__(self, sim: Simulation, hp: GIFAIRHyper) -> None:
         if hp.groups == "sensitive":
             if sim.data.sensitive is None:
                 raise ValueError(
@@ -248,7 +256,7 @@ class GroupPenalty:
         self.lam = hp.lam_frac * self.lam_max
         self.init_losses, self.loss_source = hp.init_losses, hp.loss_source
 
-    def init_state(self, sim, w: torch.Tensor) -> dict[str, np.ndarray]:
+    def init_state(self, sim: Simulation, w: torch.Tensor) -> dict[str, np.ndarray]:
         """The initial cache: F_k(θ⁰) on every client's training set, or zeros (``init_losses``)."""
         return {"losses": INIT_LOSSES[self.init_losses](sim, w)}
 
@@ -270,7 +278,7 @@ class GroupPenalty:
         target = a @ uploads.params  # (K/m) Σ_S p_k θ_k (Remark 2)
         return Update(w + server_lr * (target - w), a, server_lr)
 
-    def refresh(self, state: dict[str, Any], sim, uploads: Uploads) -> dict[str, Any]:
+    def refresh(self, state: dict[str, Any], sim: Simulation, uploads: Uploads) -> dict[str, Any]:
         """After the server step (``state["w"]`` is the new model): the uploading clients' losses refresh the
         cache (``loss_source="global"``: at that model). Returns the round's diagnostics, read from the
         refreshed cache, with the scales the clients were sent."""
@@ -294,12 +302,12 @@ class GroupPenalty:
 
 # -- the algorithm ----------------------------------------------------------------------------------------
 @register("gifair_global")
-class GIFAIRGlobal(FedAvg):
+class GIFAIRGlobal(FedAvg[GIFAIRHyper]):
     """Algorithm 2: FedAvg whose selected clients scale their gradients by the ``GroupPenalty``'s s_k."""
 
     Hyper = GIFAIRHyper
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: GIFAIRHyper) -> None:
         super().__init__(sim, hp)
         self.penalty = GroupPenalty(sim, hp)
         self.groups, self.lam_max, self.lam = self.penalty.groups, self.penalty.lam_max, self.penalty.lam

@@ -30,14 +30,16 @@ from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, select_clients
 from fairfl_core.algorithms.fedprox import Proximal, proximal_spec
 from fairfl_core.algorithms.gifair_global import GIFAIRHyper, GroupPenalty, gradient_scale, lambda_max
-from fairfl_core.sim.transfer import to_device
+from fairfl_core.sim.context import Simulation
 
 __all__ = ["COUNTINGS", "GIFAIRGlobalProx", "GIFAIRProxHyper", "round_scales"]
 
 COUNTINGS = ("round", "all")
 
 
-def round_scales(sizes: np.ndarray, groups: np.ndarray, losses: np.ndarray, lam_frac: float):
+def round_scales(
+    sizes: np.ndarray, groups: np.ndarray, losses: np.ndarray, lam_frac: float
+) -> tuple[np.ndarray, float]:
     """(α [r], λ) of one round from its participants' training sizes n_k, clusters and losses F_k(w_k):
     Lemma 1's α_k = 1 + λ r_k / (p_k |A_{s_k}|) with p, |A| and r over the participants only and
     λ = ``lam_frac`` · λ_max of the round (module docstring, ``counting="round"``)."""
@@ -68,14 +70,14 @@ class GIFAIRProxHyper(Proximal, GIFAIRHyper):
 
 
 @register("gifair_global_prox")
-class GIFAIRGlobalProx(FedAvg):
+class GIFAIRGlobalProx(FedAvg[GIFAIRProxHyper]):
     """FedProx's local step (``proximal_spec``) with the ``GroupPenalty``'s scales: each round's own from its
     participants (``counting="round"``, their λ and range carried to the diagnostics in ``Plan.notes``) or
     GIFAIR-FL-Global's from the loss cache (``"all"``)."""
 
     Hyper = GIFAIRProxHyper
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: GIFAIRProxHyper) -> None:
         super().__init__(sim, hp)
         self.penalty = GroupPenalty(sim, hp)
         self.groups = self.penalty.groups
@@ -96,7 +98,7 @@ class GIFAIRGlobalProx(FedAvg):
                 self.sim.train_sizes[clients], self.groups[clients], losses, self.hp.lam_frac
             )
             sent = {"lambda": lam, "scale_min": float(alpha.min()), "scale_max": float(alpha.max())}
-            scale = to_device(alpha, self.w.device, self.w.dtype)
+            scale = self.sim.tensor(alpha, self.w.dtype)
         spec = replace(proximal_spec(self.sim, t, self.hp.mu, self.w), grad_scale=scale)
         return Plan(clients, spec, notes=sent)
 

@@ -22,7 +22,7 @@ from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, select_clients
 from fairfl_core.algorithms.gifair_global import GIFAIRHyper, GroupPenalty
 from fairfl_core.algorithms.server_plugins import remember_rows
-from fairfl_core.sim.transfer import to_device
+from fairfl_core.sim.context import Simulation
 
 __all__ = ["GIFAIRPer", "GIFAIRPerHyper"]
 
@@ -40,14 +40,14 @@ class GIFAIRPerHyper(GIFAIRHyper):
 
 
 @register("gifair_per")
-class GIFAIRPer(FedAvg):
+class GIFAIRPer(FedAvg[GIFAIRPerHyper]):
     """Algorithm 3: GIFAIR-FL-Global's round (the ``GroupPenalty``'s scales and loss cache), plus each
     client's personalised θ_k in ``state["personal"]`` ``[N, P]`` and ``state["trained"]`` ``[N]``."""
 
     Hyper = GIFAIRPerHyper
     personalized = True
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: GIFAIRPerHyper) -> None:
         super().__init__(sim, hp)
         self.penalty = GroupPenalty(sim, hp)
         self.groups = self.penalty.groups
@@ -77,5 +77,5 @@ class GIFAIRPer(FedAvg):
 
     def personal_params(self) -> torch.Tensor:
         """θ_k for every client that has trained, the current global model for the others."""
-        trained = to_device(self.state["trained"], self.w.device)
+        trained = self.sim.tensor(self.state["trained"])
         return torch.where(trained[:, None], self.state["personal"], self.w)

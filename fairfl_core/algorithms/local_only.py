@@ -20,6 +20,7 @@ from fairfl_core.algorithms.base import FederatedAlgorithm, Plan, Update, Upload
 from fairfl_core.algorithms.hyper import Hyper
 from fairfl_core.algorithms.server_plugins import remember_rows
 from fairfl_core.selection import sample_clients
+from fairfl_core.sim.context import Simulation
 
 __all__ = ["LocalOnly", "LocalOnlyHyper"]
 
@@ -30,11 +31,11 @@ class LocalOnlyHyper(Hyper):
 
 
 @register("local")
-class LocalOnly(FederatedAlgorithm):
+class LocalOnly(FederatedAlgorithm[LocalOnlyHyper]):
     Hyper = LocalOnlyHyper
     personalized = True
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: LocalOnlyHyper) -> None:
         super().__init__(sim, hp)
         self.state["personal"] = self.w.expand(sim.num_clients, -1).clone()
 

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fairfl_core.algorithms.base import Plan, register
-from fairfl_core.algorithms.fedavg import FedAvg
+from fairfl_core.algorithms.base import FederatedAlgorithm, Plan, Update, Uploads, register
+from fairfl_core.algorithms.fedavg import average_step
 from fairfl_core.algorithms.fedprox import Proximal, proximal_spec
 from fairfl_core.algorithms.hyper import SAMPLING, Averaging, ServerPluginHyper
 from fairfl_core.selection import sample_clients
 from fairfl_core.selection.power_of_choice import default_candidates, highest_loss_clients
+from fairfl_core.sim.context import Simulation
 
 __all__ = ["PowerOfChoice", "PowerOfChoiceHyper"]
 
@@ -46,10 +47,10 @@ class PowerOfChoiceHyper(Proximal, ServerPluginHyper, Averaging):
 
 
 @register("power_of_choice")
-class PowerOfChoice(FedAvg):
+class PowerOfChoice(FederatedAlgorithm[PowerOfChoiceHyper]):
     Hyper = PowerOfChoiceHyper
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: PowerOfChoiceHyper) -> None:
         super().__init__(sim, hp)
         m, n, d = sim.train.clients_per_round, sim.num_clients, self.num_candidates
         if not m <= d <= n:
@@ -74,3 +75,7 @@ class PowerOfChoice(FedAvg):
         )
         losses, _ = self.sim.engine.losses(self.w, candidates)
         return highest_loss_clients(candidates, losses.cpu().numpy(), self.sim.train.clients_per_round)
+
+    def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
+        """FedAvg's step over the survivors."""
+        return average_step(self.sim, self.w, uploads, self.hp)

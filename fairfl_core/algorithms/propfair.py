@@ -63,7 +63,7 @@ def propfair_objective(loss: torch.Tensor, M: float, eps: float, huber: bool = F
 
 
 @register("propfair")
-class PropFair(FedAvg):
+class PropFair(FedAvg[PropFairHyper]):
     Hyper = PropFairHyper
 
     def configure(self, t: int) -> Plan:

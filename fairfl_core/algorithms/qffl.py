@@ -65,7 +65,7 @@ def qffl_delta_and_h(
 
 
 @register("qffl")
-class QFFL(FedAvg):
+class QFFL(FedAvg[QFFLHyper]):
     Hyper = QFFLHyper
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:

@@ -31,7 +31,7 @@ import torch
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, select_clients
 from fairfl_core.algorithms.server_plugins import remember_rows
-from fairfl_core.sim.transfer import to_device
+from fairfl_core.sim.context import Simulation
 
 __all__ = ["Scaffold", "ScaffoldHyper", "scaffold_client_controls", "scaffold_server_control"]
 
@@ -72,10 +72,10 @@ class ScaffoldHyper(FedAvgHyper):
 
 
 @register("scaffold")
-class Scaffold(FedAvg):
+class Scaffold(FedAvg[ScaffoldHyper]):
     Hyper = ScaffoldHyper
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: ScaffoldHyper) -> None:
         super().__init__(sim, hp)
         self.state["c"] = torch.zeros_like(self.w)
         self.state["c_i"] = self.w.new_zeros(sim.num_clients, self.w.numel())
@@ -83,14 +83,14 @@ class Scaffold(FedAvg):
     def configure(self, t: int) -> Plan:
         """Local steps on g_i(y) + c − c_i."""
         clients = select_clients(self.sim, t, self.hp)
-        shift = self.state["c"] - self.state["c_i"][to_device(clients, self.w.device)]
+        shift = self.state["c"] - self.state["c_i"][self.sim.tensor(clients)]
         return Plan(clients, self.sim.local_spec(t, grad_shift=shift))
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         """FedAvg's step, then c_i⁺ of the uploading clients (their completed steps K_i) and c."""
         update = super().aggregate(t, plan, uploads)
         clients = uploads.clients
-        c_i = self.state["c_i"][to_device(clients, self.w.device)]
+        c_i = self.state["c_i"][self.sim.tensor(clients)]
         steps = torch.as_tensor(uploads.steps)
         c_plus = scaffold_client_controls(c_i, self.state["c"], self.w, uploads.params, steps, plan.spec.lr)
         self.state["c"] = scaffold_server_control(self.state["c"], c_plus - c_i, self.sim.num_clients)

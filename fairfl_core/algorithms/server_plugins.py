@@ -20,15 +20,17 @@ and remembers only the uploads that arrived.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 
-from fairfl_core.algorithms.hyper import ServerPluginHyper
+from fairfl_core.algorithms.hyper import Hyper, ServerPluginHyper
 from fairfl_core.sim.transfer import to_device
 
 __all__ = ["ServerPlugins", "fedvarp_correction", "momentum_velocity", "remember_rows"]
+
+Memory = TypeVar("Memory", torch.Tensor, np.ndarray)
 
 
 def momentum_velocity(velocity: torch.Tensor, step: torch.Tensor, beta: float) -> torch.Tensor:
@@ -43,7 +45,7 @@ def fedvarp_correction(memory: torch.Tensor, clients: np.ndarray, p: torch.Tenso
     return memory.mean(dim=0) - p.to(memory) @ memory[rows]
 
 
-def remember_rows(memory, clients: np.ndarray, values):
+def remember_rows(memory: Memory, clients: np.ndarray, values: Memory) -> Memory:
     """``memory[i] ← values[row of i]`` for the clients of a round (the first row of a client drawn twice
     with replacement), out of place so that saved states stay put. Every per-client server memory uses it
     (FedVARP's y_i, SCAFFOLD's c_i, Ditto's v_k, GIFAIR-FL's loss cache, ...); a tensor or a numpy array."""
@@ -60,11 +62,12 @@ class ServerPlugins:
     """The plug-ins chosen by a Hyper (none for a Hyper without ``ServerPluginHyper``) and their state keys
     in the algorithm's checkpointed ``state``: ``server_velocity`` ``[P]``, ``varp_memory`` ``[N, P]``."""
 
-    def __init__(self, hp: Any):
-        on = isinstance(hp, ServerPluginHyper)
-        self.momentum = hp.server_momentum if on else 0.0
-        self.fedvarp = on and hp.variance_reduction == "fedvarp"
-        self.uniform_varp = on and hp.varp_weights == "uniform"
+    def __init__(self, hp: Hyper) -> None:
+        self.momentum, self.fedvarp, self.uniform_varp = 0.0, False, False
+        if isinstance(hp, ServerPluginHyper):
+            self.momentum = hp.server_momentum
+            self.fedvarp = hp.variance_reduction == "fedvarp"
+            self.uniform_varp = hp.varp_weights == "uniform"
 
     def init_state(self, w: torch.Tensor, num_clients: int) -> dict[str, torch.Tensor]:
         state = {}

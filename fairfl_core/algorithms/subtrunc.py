@@ -33,9 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fairfl_core.algorithms.base import Plan, Update, Uploads, register
+from fairfl_core.algorithms.base import FederatedAlgorithm, Plan, Update, Uploads, register
 from fairfl_core.algorithms.divfl import ClientSelector, DivFLHyper, Selection
-from fairfl_core.algorithms.fedavg import FedAvg
+from fairfl_core.algorithms.fedavg import average_step
 from fairfl_core.algorithms.fedprox import proximal_spec
 from fairfl_core.algorithms.server_plugins import remember_rows
 from fairfl_core.selection.facility_location import FacilityLocation, pairwise_distances
@@ -46,6 +46,7 @@ from fairfl_core.selection.submodular import (
     subtrunc_objective,
     trace_summary,
 )
+from fairfl_core.sim.context import Simulation
 
 __all__ = ["SelectionHyper", "SubTrunc", "SubTruncHyper"]
 
@@ -96,10 +97,10 @@ class SubTruncHyper(SelectionHyper):
 
 
 @register("subtrunc")
-class SubTrunc(FedAvg):
+class SubTrunc(FederatedAlgorithm[SubTruncHyper]):
     Hyper = SubTruncHyper
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: SubTruncHyper) -> None:
         super().__init__(sim, hp)
         self.selector = ClientSelector(sim, hp)
         if hp.loss_mode == "stale":
@@ -162,6 +163,6 @@ class SubTrunc(FedAvg):
             fresh = self.client_losses(uploads.clients)
             self.state["losses"] = remember_rows(self.state["losses"], uploads.clients, fresh)
         self.selector.refresh(self.state, self.w, uploads.clients)
-        update = super().aggregate(t, plan, uploads)
+        update = average_step(self.sim, self.w, uploads, self.hp)
         update.diagnostics.update(plan.notes)
         return update

@@ -25,6 +25,7 @@ import torch
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights, averaged
+from fairfl_core.sim.context import Simulation
 
 __all__ = ["TERM", "TERMHyper", "running_tilt_weights", "tilt_factors", "tilt_weights"]
 
@@ -71,10 +72,10 @@ def running_tilt_weights(
 
 
 @register("term")
-class TERM(FedAvg):
+class TERM(FedAvg[TERMHyper]):
     Hyper = TERMHyper
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: TERMHyper) -> None:
         super().__init__(sim, hp)
         if hp.normalizer == "running":
             self.state["tilt_norm"] = 0.0

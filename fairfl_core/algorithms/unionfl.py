@@ -21,12 +21,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fairfl_core.algorithms.base import Plan, Update, Uploads, register
+from fairfl_core.algorithms.base import FederatedAlgorithm, Plan, Update, Uploads, register
 from fairfl_core.algorithms.divfl import ClientSelector
-from fairfl_core.algorithms.fedavg import FedAvg
+from fairfl_core.algorithms.fedavg import average_step
 from fairfl_core.algorithms.fedprox import proximal_spec
 from fairfl_core.algorithms.subtrunc import SelectionHyper
 from fairfl_core.selection.submodular import NONMONOTONE, unionfl_objective
+from fairfl_core.sim.context import Simulation
 
 __all__ = ["UnionFL", "UnionFLHyper"]
 
@@ -52,10 +53,10 @@ class UnionFLHyper(SelectionHyper):
 
 
 @register("unionfl")
-class UnionFL(FedAvg):
+class UnionFL(FederatedAlgorithm[UnionFLHyper]):
     Hyper = UnionFLHyper
 
-    def __init__(self, sim, hp):
+    def __init__(self, sim: Simulation, hp: UnionFLHyper) -> None:
         super().__init__(sim, hp)
         self.selector = ClientSelector(sim, hp)
         # the last ``window`` selections, oldest first, padded with −1 (a "stop" round may pick fewer)
@@ -81,4 +82,4 @@ class UnionFL(FedAvg):
         row[0, : len(plan.clients)] = plan.clients
         self.state["history"] = np.concatenate([self.state["history"], row])[-self.hp.window :]
         self.selector.refresh(self.state, self.w, uploads.clients)
-        return super().aggregate(t, plan, uploads)
+        return average_step(self.sim, self.w, uploads, self.hp)

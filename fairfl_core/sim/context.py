@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
+import torch
 
 from fairfl_core.sim.faults import FaultConfig, RoundFaults, draw_faults
 from fairfl_core.sim.local import LocalSpec
 from fairfl_core.sim.protocol import ClientEngine
+from fairfl_core.sim.transfer import to_device
 
 __all__ = ["Simulation", "TrainConfig"]
 
@@ -39,7 +42,7 @@ class Simulation:
 
     def __init__(
         self, engine: ClientEngine, train: TrainConfig, seed: int, faults: FaultConfig | None = None
-    ):
+    ) -> None:
         self.engine, self.train, self.seed = engine, train, int(seed)
         self.fault_config = faults or FaultConfig()
         self.data = engine.data
@@ -61,7 +64,14 @@ class Simulation:
         """Client learning rate of round t (per-round decay, FedEBA+ App. L.1: η_t = η · 0.999^t)."""
         return self.train.lr * self.train.lr_decay**t
 
-    def local_spec(self, t: int, **changes) -> LocalSpec:
+    def tensor(
+        self, values: np.ndarray | torch.Tensor | list, dtype: torch.dtype | None = None
+    ) -> torch.Tensor:
+        """Host ``values`` (client indices, weights, masks) as a tensor on the engine's device, of ``dtype``
+        (default theirs), copied without a host wait (``sim/transfer.py``)."""
+        return to_device(values, self.engine.device, dtype)
+
+    def local_spec(self, t: int, **changes: Any) -> LocalSpec:
         base = LocalSpec(
             lr=self.lr(t),
             batch_size=self.train.batch_size,
