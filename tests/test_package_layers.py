@@ -8,8 +8,6 @@ CLI, notebooks, tests); the CLI."""
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).parents[1] / "fairfl_core"
 LAYERS = [
     ["dataclass_io", "provenance", "metrics"],
@@ -66,7 +64,9 @@ def upward_imports(root: Path) -> list[str]:
 def test_every_unit_of_the_package_has_a_layer():
     units = {p.name.removesuffix(".py") for p in PACKAGE.iterdir() if p.suffix == ".py" or p.is_dir()}
     units -= {"__init__", "__pycache__"}
-    assert units == set(RANK), f"give a layer to {sorted(units - set(RANK))}; gone: {sorted(set(RANK) - units)}"
+    assert units == set(RANK), (
+        f"give a layer to {sorted(units - set(RANK))}; gone: {sorted(set(RANK) - units)}"
+    )
 
 
 def test_every_import_points_down_the_layers():

@@ -32,7 +32,6 @@ from fairfl_core.selection.facility_location import (
 )
 from fairfl_core.selection.submodular import maximize
 from fairfl_core.sim.context import Simulation
-from fairfl_core.sim.transfer import to_device
 
 __all__ = ["ClientSelector", "DivFL", "DivFLHyper", "Selection"]
 
@@ -103,7 +102,7 @@ class ClientSelector:
         if self.hp.grad_mode == "stale":
             grads, dist = state["grads"], state["dist"]
             fresh = self.sim.engine.gradients(w, clients)
-            grads[to_device(clients, grads.device)] = fresh
+            grads[self.sim.tensor(clients)] = fresh
             rows = pairwise_distances(fresh, grads)
             dist[clients, :] = rows
             dist[:, clients] = rows.T

@@ -54,7 +54,6 @@ from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, select_clients
 from fairfl_core.algorithms.server_plugins import remember_rows
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.local import LocalResult
-from fairfl_core.sim.transfer import to_device
 
 __all__ = [
     "GIFAIRGlobal",
@@ -241,6 +240,7 @@ class GroupPenalty:
     ``unbiased_update`` Remark 2's aggregate (module docstring)."""
 
     def __init__(self, sim: Simulation, hp: GIFAIRHyper) -> None:
+        self.sim = sim
         if hp.groups == "sensitive":
             if sim.data.sensitive is None:
                 raise ValueError(
@@ -256,9 +256,9 @@ class GroupPenalty:
         self.lam = hp.lam_frac * self.lam_max
         self.init_losses, self.loss_source = hp.init_losses, hp.loss_source
 
-    def init_state(self, sim: Simulation, w: torch.Tensor) -> dict[str, np.ndarray]:
+    def init_state(self, w: torch.Tensor) -> dict[str, np.ndarray]:
         """The initial cache: F_k(θ⁰) on every client's training set, or zeros (``init_losses``)."""
-        return {"losses": INIT_LOSSES[self.init_losses](sim, w)}
+        return {"losses": INIT_LOSSES[self.init_losses](self.sim, w)}
 
     def scales(self, state: dict[str, Any], clients: np.ndarray) -> np.ndarray:
         """The scales 1 + λ r_k / (p_k |A_{s_k}|) of ``clients`` from the current loss cache."""
@@ -266,7 +266,7 @@ class GroupPenalty:
 
     def grad_scale(self, state: dict[str, Any], clients: np.ndarray, like: torch.Tensor) -> torch.Tensor:
         """``scales`` as the local step's ``grad_scale``, in ``like``'s dtype and device."""
-        return to_device(self.scales(state, clients), like.device, like.dtype)
+        return self.sim.tensor(self.scales(state, clients), like.dtype)
 
     def unbiased_update(
         self, w: torch.Tensor, uploads: Uploads, num_clients: int, server_lr: float
@@ -274,16 +274,16 @@ class GroupPenalty:
         """Remark 2's θ ← (K/m) Σ_S p_k θ_k for uniform sampling (m: the survivors; weights need not sum
         to 1), with the server step η_g."""
         a = self.p[uploads.clients] * num_clients / len(uploads.clients)
-        a = to_device(a, w.device, w.dtype)
+        a = self.sim.tensor(a, w.dtype)
         target = a @ uploads.params  # (K/m) Σ_S p_k θ_k (Remark 2)
         return Update(w + server_lr * (target - w), a, server_lr)
 
-    def refresh(self, state: dict[str, Any], sim: Simulation, uploads: Uploads) -> dict[str, Any]:
+    def refresh(self, state: dict[str, Any], uploads: Uploads) -> dict[str, Any]:
         """After the server step (``state["w"]`` is the new model): the uploading clients' losses refresh the
         cache (``loss_source="global"``: at that model). Returns the round's diagnostics, read from the
         refreshed cache, with the scales the clients were sent."""
         sent = self.scales(state, uploads.clients)  # the cache before the refresh
-        fresh = LOSS_SOURCES[self.loss_source](sim, state["w"], uploads.clients, uploads.result)
+        fresh = LOSS_SOURCES[self.loss_source](self.sim, state["w"], uploads.clients, uploads.result)
         state["losses"] = remember_rows(state["losses"], uploads.clients, fresh.double().cpu().numpy())
         cached = state["losses"]
         per_group = group_losses(cached, self.groups)
@@ -311,7 +311,7 @@ class GIFAIRGlobal(FedAvg[GIFAIRHyper]):
         super().__init__(sim, hp)
         self.penalty = GroupPenalty(sim, hp)
         self.groups, self.lam_max, self.lam = self.penalty.groups, self.penalty.lam_max, self.penalty.lam
-        self.state.update(self.penalty.init_state(sim, self.w))
+        self.state.update(self.penalty.init_state(self.w))
 
     def scales(self, clients: np.ndarray) -> np.ndarray:
         """The scales s_k of ``clients`` from the current loss cache."""
@@ -330,4 +330,4 @@ class GIFAIRGlobal(FedAvg[GIFAIRHyper]):
     def apply(self, update: Update, uploads: Uploads) -> None:
         """The new model, then the group penalty's loss cache refreshed (its diagnostics reported)."""
         super().apply(update, uploads)
-        update.diagnostics.update(self.penalty.refresh(self.state, self.sim, uploads))
+        update.diagnostics.update(self.penalty.refresh(self.state, uploads))

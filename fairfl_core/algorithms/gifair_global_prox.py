@@ -81,7 +81,7 @@ class GIFAIRGlobalProx(FedAvg[GIFAIRProxHyper]):
         super().__init__(sim, hp)
         self.penalty = GroupPenalty(sim, hp)
         self.groups = self.penalty.groups
-        self.state.update(self.penalty.init_state(sim, self.w))
+        self.state.update(self.penalty.init_state(self.w))
 
     def scales(self, clients: np.ndarray) -> np.ndarray:
         """``counting="all"``: the scales s_k of ``clients`` from the current loss cache."""
@@ -116,4 +116,4 @@ class GIFAIRGlobalProx(FedAvg[GIFAIRProxHyper]):
         """The new model; ``counting="all"``: then the loss cache refreshed, as GIFAIR-FL-Global's."""
         super().apply(update, uploads)
         if self.hp.counting == "all":
-            update.diagnostics.update(self.penalty.refresh(self.state, self.sim, uploads))
+            update.diagnostics.update(self.penalty.refresh(self.state, uploads))

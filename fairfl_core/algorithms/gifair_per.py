@@ -51,7 +51,7 @@ class GIFAIRPer(FedAvg[GIFAIRPerHyper]):
         super().__init__(sim, hp)
         self.penalty = GroupPenalty(sim, hp)
         self.groups = self.penalty.groups
-        self.state.update(self.penalty.init_state(sim, self.w))
+        self.state.update(self.penalty.init_state(self.w))
         self.state["personal"] = self.w.expand(sim.num_clients, -1).clone()
         self.state["trained"] = np.zeros(sim.num_clients, dtype=bool)
 
@@ -69,7 +69,7 @@ class GIFAIRPer(FedAvg[GIFAIRPerHyper]):
         """The new model and the refreshed loss cache, then θ_k ← the post-training local model of each
         uploading client (out of place)."""
         super().apply(update, uploads)
-        update.diagnostics.update(self.penalty.refresh(self.state, self.sim, uploads))
+        update.diagnostics.update(self.penalty.refresh(self.state, uploads))
         self.state["personal"] = remember_rows(self.state["personal"], uploads.clients, uploads.params)
         self.state["trained"] = remember_rows(
             self.state["trained"], uploads.clients, np.ones(len(uploads.clients), dtype=bool)

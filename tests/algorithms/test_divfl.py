@@ -106,6 +106,7 @@ def _line_sim(points: list[float]) -> SimpleNamespace:
         num_clients=len(points),
         train=SimpleNamespace(clients_per_round=2),
         rng=lambda t, stream: np.random.default_rng(t),
+        tensor=lambda values, dtype=None: torch.as_tensor(values, dtype=dtype),
     )
 
 

@@ -258,7 +258,10 @@ def test_group_penalty_by_hand():
     # n = 10, 20, 30, 15, 25 -> p = .1 .2 .3 .15 .25; partition groups 3 3 7 7 9 -> {0,1} {2,3} {4}:
     # λ_max = min p_k |A_{s_k}| / (d − 1) = 0.2 / 2, λ = λ_max / 2
     sim = SimpleNamespace(
-        train_sizes=np.array([10.0, 20.0, 30.0, 15.0, 25.0]), groups=np.array([3, 3, 7, 7, 9]), num_clients=5
+        train_sizes=np.array([10.0, 20.0, 30.0, 15.0, 25.0]),
+        groups=np.array([3, 3, 7, 7, 9]),
+        num_clients=5,
+        tensor=lambda values, dtype=None: torch.as_tensor(values, dtype=dtype),  # Simulation.tensor on a CPU
     )
     hp = GIFAIRHyper(groups="partition", lam_frac=0.5, init_losses="zero", loss_source="minibatch")
     penalty = GroupPenalty(sim, hp)
@@ -266,14 +269,14 @@ def test_group_penalty_by_hand():
     assert_close(penalty.lam_max, 0.1, terms=1, depth=3, what="λ_max")
     assert penalty.lam == 0.5 * penalty.lam_max
     w = torch.zeros(2, dtype=torch.float64)
-    state: dict[str, Any] = {"w": w, **penalty.init_state(sim, w)}
+    state: dict[str, Any] = {"w": w, **penalty.init_state(w)}
     assert set(state) == {"w", "losses"} and state["losses"].tolist() == [0.0] * 5
     assert penalty.scales(state, np.arange(5)).tolist() == [1.0] * 5  # all groups tied: r = 0
 
     # clients 1, 2, 4 report minibatch losses 2, .5, 3: cache 0 2 .5 0 3 -> L = 1, .25, 3 -> r = 0, −2, 2
     result = SimpleNamespace(train_loss=torch.tensor([2.0, 0.5, 3.0]))
     uploads = cast(Uploads, SimpleNamespace(clients=np.array([1, 2, 4]), result=result))
-    diag = penalty.refresh(state, sim, uploads)
+    diag = penalty.refresh(state, uploads)
     assert state["losses"].tolist() == [0.0, 2.0, 0.5, 0.0, 3.0]
     assert diag["group_losses"] == [1.0, 0.25, 3.0] and diag["group_loss_spread"] == 2.75  # exact halves
     assert diag["scale_min"] == diag["scale_max"] == 1.0  # what they were sent: the cache before the refresh
