@@ -29,7 +29,8 @@ ALGORITHMS: dict[str, int] = {
     # 2: gradient distances from one float64 Gram product (selection/facility_location.py), not elementwise
     "divfl": 2,
     "subtrunc": 2,
-    "unionfl": 2,
+    # 3: UnionFL's local step is plain local SGD (its mu, eq. 14's μ, had also set a proximal term)
+    "unionfl": 3,
 }
 MODEL_FAMILIES: dict[str, int] = {}
 

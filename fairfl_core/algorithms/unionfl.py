@@ -3,10 +3,8 @@ selection penalised for clients chosen in the last ``window`` rounds,
 
     h_t(S) = G(S) − μ · |U_t ∩ S|,        U_t = S_{t−window} ∪ … ∪ S_{t−1}     (``selection/submodular.py``)
 
-maximised by stochastic greedy with r candidates per step, then local SGD and an unweighted average. The
-local step carries the proximal term at the Hyper's ``mu``, which is also eq. 14's μ (a defect kept until its
-numbers are recomputed: ``papers/submodular_selection/readings.md``).
-μ = 0 is DivFL with the same settings. The distances and the greedy are DivFL's selector
+maximised by stochastic greedy with r candidates per step, then FedAvg's local SGD (Algorithm 1: no proximal
+term; ``mu`` is eq. 14's μ only) and an unweighted average. μ = 0 is DivFL with the same settings. The distances and the greedy are DivFL's selector
 (``divfl.ClientSelector``); h_t is the objective this file gives it.
 
 Readings (``docs/readings.md``): before round ``window`` U_t is the union of the rounds that exist; h_t is
@@ -24,7 +22,6 @@ import numpy as np
 from fairfl_core.algorithms.base import FederatedAlgorithm, Plan, Update, Uploads, register
 from fairfl_core.algorithms.divfl import ClientSelector
 from fairfl_core.algorithms.fedavg import average_step
-from fairfl_core.algorithms.fedprox import proximal_spec
 from fairfl_core.algorithms.subtrunc import SelectionHyper
 from fairfl_core.selection.submodular import NONMONOTONE, unionfl_objective
 from fairfl_core.sim.context import Simulation
@@ -63,7 +60,7 @@ class UnionFL(FederatedAlgorithm[UnionFLHyper]):
         self.state["history"] = np.full((0, sim.train.clients_per_round), -1, dtype=np.int64)
 
     def configure(self, t: int) -> Plan:
-        return Plan(self.choose(t), proximal_spec(self.sim, t, self.hp.mu, self.w))
+        return Plan(self.choose(t), self.sim.local_spec(t))
 
     def choose(self, t: int) -> np.ndarray:
         """The greedy maximiser of h_t (eq. 14) over the selector's distances, cut per ``nonmonotone``."""

@@ -20,6 +20,12 @@ def test_mu_zero_is_divfl_on_the_same_seed():
     assert torch.equal(divfl.w, unionfl.w)
 
 
+def test_the_penalty_mu_stays_out_of_the_local_step():
+    """Algorithm 1 trains with plain local SGD: eq. 14's μ weighs the selection only (no proximal term)."""
+    spec = build_algorithm("unionfl", tiny_sim(), {"mu": 1.0}).configure(0).spec
+    assert spec.prox_mu == 0.0 and spec.prox_ref is None
+
+
 def test_a_large_penalty_avoids_the_clients_of_the_last_window():
     """6 clients, 3 per round, window 1, μ ≫ G's gains (distances scaled to mean 1): each round picks the 3
     clients the last one did not."""
