@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -82,10 +82,6 @@ __all__ = [
     "prac_fair_update",
 ]
 
-FAIR_GRADS = ("minibatch", "full")
-FAIR_GRAD_UNITS = ("gradient", "update")
-MODEL_ALIGN_SCALES = ("one_step", "local_steps")
-
 
 @dataclass
 class Alignment(Hyper):
@@ -107,21 +103,9 @@ class FedEBAPlusHyper(Alignment, FedEBAHyper):
     """Alg. 1 defaults (Table 1: α = 0.9, τ = 0.1, θ = 0°); ``fair_grad``, ``fair_grad_units`` and
     ``model_align_scale``: see the module docstring."""
 
-    fair_grad: str = "minibatch"
-    fair_grad_units: str = "update"
-    model_align_scale: str = "one_step"
-
-    def check(self):
-        if self.fair_grad not in FAIR_GRADS:
-            raise ValueError(f"fair_grad must be one of {FAIR_GRADS}, got {self.fair_grad!r}")
-        if self.fair_grad_units not in FAIR_GRAD_UNITS:
-            raise ValueError(
-                f"fair_grad_units must be one of {FAIR_GRAD_UNITS}, got {self.fair_grad_units!r}"
-            )
-        if self.model_align_scale not in MODEL_ALIGN_SCALES:
-            raise ValueError(
-                f"model_align_scale must be one of {MODEL_ALIGN_SCALES}, got {self.model_align_scale!r}"
-            )
+    fair_grad: Literal["minibatch", "full"] = "minibatch"
+    fair_grad_units: Literal["gradient", "update"] = "update"
+    model_align_scale: Literal["one_step", "local_steps"] = "one_step"
 
 
 @dataclass

@@ -27,6 +27,7 @@ import torch
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights
+from fairfl_core.algorithms.hyper import Weighting
 from fairfl_core.algorithms.server_plugins import remember_rows
 from fairfl_core.sim.transfer import to_device
 
@@ -38,7 +39,7 @@ class FedFVHyper(FedAvgHyper):
     """``alpha``: fraction of highest-loss clients kept unprojected; ``tau``: rounds of gradient history
     checked for external conflicts (0 = none)."""
 
-    weighting: str = "uniform"
+    weighting: Weighting = "uniform"
     alpha: float = 0.1
     tau: int = 10
 

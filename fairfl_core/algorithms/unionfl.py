@@ -26,7 +26,7 @@ from fairfl_core.algorithms.divfl import ClientSelector
 from fairfl_core.algorithms.fedavg import FedAvg
 from fairfl_core.algorithms.fedprox import proximal_spec
 from fairfl_core.algorithms.subtrunc import SelectionHyper
-from fairfl_core.selection.submodular import NONMONOTONE, unionfl_objective
+from fairfl_core.selection.submodular import Nonmonotone, unionfl_objective
 
 __all__ = ["UnionFL", "UnionFLHyper"]
 
@@ -38,7 +38,7 @@ class UnionFLHyper(SelectionHyper):
 
     mu: float = 1.0
     window: int = 5
-    nonmonotone: str = "fill"
+    nonmonotone: Nonmonotone = "fill"
 
     def check(self):
         if not self.mu >= 0:
@@ -47,8 +47,6 @@ class UnionFLHyper(SelectionHyper):
             raise ValueError(
                 f"window (UnionFL's look-back, in rounds) must be an integer ≥ 1, got {self.window}"
             )
-        if self.nonmonotone not in NONMONOTONE:
-            raise ValueError(f"nonmonotone must be one of {NONMONOTONE}, got {self.nonmonotone!r}")
 
 
 @register("unionfl")
