@@ -2,8 +2,11 @@
 
 Every number is checked here, so every config section and every algorithm ``Hyper`` gets the check without
 code of its own: a float must be finite (``nan``, ``inf`` and ``-inf`` are refused, as is an
-integer too large for a float), an int must fit in 64 bits (torch's seeds and counters are int64). Ranges
-are the owners' (``ExperimentConfig.validate``, each ``Hyper.check``).
+integer too large for a float), an int must fit in 64 bits (torch's seeds and counters are int64). An
+option, a field annotated ``Literal[...]`` (or ``Literal[...] | None``), must hold one of its listed values:
+checked as a config is read (``build_dataclass``) and when a dataclass is built directly (``check_literals``,
+which ``Hyper.__post_init__`` calls). Ranges are the owners' (``ExperimentConfig.validate``, each
+``Hyper.check``).
 """
 
 from __future__ import annotations
@@ -14,13 +17,38 @@ import types
 import typing
 from typing import Any
 
-__all__ = ["build_dataclass"]
+__all__ = ["build_dataclass", "check_literals"]
+
+
+def _options(hint: Any) -> tuple[Any, ...]:
+    """The members of a union hint (``int | None`` → ``(int, NoneType)``), or the hint alone."""
+    return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+
+
+def _choices(options: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The values of the ``Literal`` members among a field's ``options`` (empty if it has none)."""
+    literals = (kind for kind in options if typing.get_origin(kind) is typing.Literal)
+    return tuple(v for kind in literals for v in typing.get_args(kind))
+
+
+def _check_option(value: Any, options: tuple[Any, ...], where: str) -> None:
+    """Raise ``ValueError`` unless ``value`` is one of the ``Literal`` values among ``options``, or None when
+    they include None. Types must match too: ``True`` is not the option ``1``."""
+    choices = _choices(options)
+    optional = type(None) in options
+    if any(type(value) is type(c) and value == c for c in choices) or (optional and value is None):
+        return
+    allowed = f"null or one of {choices}" if optional else f"one of {choices}"
+    raise ValueError(f"{where} must be {allowed}, got {value!r}")
 
 
 def _coerce(value: Any, hint: Any, where: str) -> Any:
+    options = _options(hint)
+    if _choices(options):
+        _check_option(value, options, where)
+        return value
     if value is None or hint is Any:
         return value
-    options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
     if type(None) in options and value is None:
         return None
     for kind in options:
@@ -69,3 +97,13 @@ def build_dataclass(cls: type, values: dict[str, Any] | None, owner: str) -> Any
     if unknown:
         raise ValueError(f"{owner}: unknown field(s) {unknown}; valid: {sorted(names)}")
     return cls(**{k: _coerce(v, hints[k], f"{owner}.{k}") for k, v in values.items()})
+
+
+def check_literals(obj: Any) -> None:
+    """Raise ``ValueError`` naming the first field of the dataclass ``obj`` annotated ``Literal[...]`` (or
+    ``Literal[...] | None``) whose value is not one of its options."""
+    hints = typing.get_type_hints(type(obj))
+    for f in dataclasses.fields(obj):
+        options = _options(hints[f.name])
+        if _choices(options):
+            _check_option(getattr(obj, f.name), options, f"{type(obj).__name__}.{f.name}")

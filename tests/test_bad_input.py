@@ -204,6 +204,13 @@ CLI_CASES = [
     ("unknown-algorithm", "run", None, ["--set", "algorithm.name=nope"], ["unknown algorithm 'nope'"]),
     ("unknown-algorithm-param", "run", None, ["--set", "algorithm.params.zz=1"], ["['zz']", "valid"]),
     (
+        "unknown-algorithm-option",
+        "run",
+        None,
+        ["--set", "algorithm.params.sampling=best"],
+        ["algorithm.params.sampling must be one of ('uniform', 'size')", "got 'best'"],
+    ),
+    (
         "algorithm-params-list",
         "run",
         None,

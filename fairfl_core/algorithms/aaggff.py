@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 import torch
@@ -50,13 +51,17 @@ __all__ = [
     "AAggFF",
     "AAggFFHyper",
     "CDFS",
+    "Cdf",
     "DR_ESTIMATES",
+    "DrEstimate",
     "aaggff_decision",
     "aaggff_gradient",
     "aaggff_responses",
 ]
 
-DR_ESTIMATES = ("standard", "as_coded")
+Cdf = Literal["normal", "normal_as_coded", "weibull", "exponential", "frechet", "gumbel", "logistic"]
+DrEstimate = Literal["standard", "as_coded"]
+DR_ESTIMATES: tuple[DrEstimate, ...] = get_args(DrEstimate)
 
 
 def _normal_cdf(x: torch.Tensor) -> torch.Tensor:
@@ -79,14 +84,8 @@ class AAggFFHyper(FedAvgHyper):
     """``cdf``: the response transform (FedEBA+ Table 6: normal); ``dr_estimate``: ``"standard"`` or the
     code's ``"as_coded"`` doubly-robust estimate; see the module docstring."""
 
-    cdf: str = "normal"
-    dr_estimate: str = "standard"
-
-    def check(self):
-        if self.cdf not in CDFS:
-            raise ValueError(f"cdf must be one of {tuple(CDFS)}, got {self.cdf!r}")
-        if self.dr_estimate not in DR_ESTIMATES:
-            raise ValueError(f"dr_estimate must be one of {DR_ESTIMATES}, got {self.dr_estimate!r}")
+    cdf: Cdf = "normal"
+    dr_estimate: DrEstimate = "standard"
 
 
 def aaggff_responses(losses: torch.Tensor, frac: float, cdf: str = "normal") -> torch.Tensor:

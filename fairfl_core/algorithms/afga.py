@@ -43,9 +43,9 @@ import numpy as np
 import torch
 
 from fairfl_core.algorithms.base import FederatedAlgorithm, RoundOutput, register
-from fairfl_core.algorithms.fedopt import AMSGRAD_VARIANTS, amsgrad_server_step
+from fairfl_core.algorithms.fedopt import AmsgradVariant, amsgrad_server_step
 from fairfl_core.algorithms.hyper import Hyper
-from fairfl_core.gossip import GossipHyper, Mixer, consensus_error, ring
+from fairfl_core.gossip import CommAdapted, GossipHyper, Mixer, Topology, consensus_error, ring
 from fairfl_core.selection import sample_clients
 from fairfl_core.sim.context import Simulation
 
@@ -60,16 +60,16 @@ class AFGAHyper(Hyper):
     beta1: float = 0.9
     beta2: float = 0.99
     tau: float = 1e-8
-    variant: str = "amsgrad"
+    variant: AmsgradVariant = "amsgrad"
     num_clusters: int = 1
-    topology: str = "ring"
+    topology: Topology = "ring"
     rho: float | None = None
     topology_seed: int = 0
     resample: bool = True
     gossip: bool = True
-    comm_adapted: str | None = None
+    comm_adapted: CommAdapted | None = None
 
-    def check(self):
+    def check(self) -> None:
         if not self.server_lr > 0:
             raise ValueError(f"server_lr (η) must be positive, got {self.server_lr}; AFGA uses 0.01")
         for name in ("beta1", "beta2"):
@@ -77,8 +77,6 @@ class AFGAHyper(Hyper):
                 raise ValueError(f"{name} must lie in [0, 1), got {getattr(self, name)}")
         if not self.tau > 0:
             raise ValueError(f"tau (ε) must be positive, got {self.tau}; AFGA's default is 1e-8")
-        if self.variant not in AMSGRAD_VARIANTS:
-            raise ValueError(f"variant must be one of {AMSGRAD_VARIANTS}, got {self.variant!r}")
         if self.comm_adapted is not None and not (self.resample and self.gossip):
             raise ValueError("comm_adapted replaces the gossip of AFGA: leave resample and gossip at True")
 

@@ -28,6 +28,7 @@ F from sampled clients (Mohri et al. §4): λ ← Proj_Δ(λ + γ_λ F̂). With 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import torch
@@ -39,8 +40,6 @@ from fairfl_core.sim.context import Simulation
 
 __all__ = ["AFL", "AFLHyper", "afl_lambda_step", "project_simplex"]
 
-CLIENT_STEPS = ("local", "gradient")
-
 
 @dataclass
 class AFLHyper(ServerPluginHyper):
@@ -48,13 +47,11 @@ class AFLHyper(ServerPluginHyper):
     server plug-ins (momentum, FedVARP) act on the model step."""
 
     lr_lambda: float = 0.01
-    client_step: str = "local"
+    client_step: Literal["local", "gradient"] = "local"
 
-    def check(self):
+    def check(self) -> None:
         if not (self.lr_lambda >= 0 and np.isfinite(self.lr_lambda)):
             raise ValueError(f"lr_lambda (γ_λ) must be a finite number >= 0, got {self.lr_lambda}; try 0.01")
-        if self.client_step not in CLIENT_STEPS:
-            raise ValueError(f"client_step must be one of {CLIENT_STEPS}, got {self.client_step!r}")
 
 
 def project_simplex(v: torch.Tensor) -> torch.Tensor:

@@ -17,10 +17,10 @@ import torch
 from fairfl_core.algorithms.base import FederatedAlgorithm, Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import average_step
 from fairfl_core.algorithms.fedprox import Proximal, proximal_spec
-from fairfl_core.algorithms.hyper import Averaging, ServerPluginHyper
+from fairfl_core.algorithms.hyper import Averaging, ServerPluginHyper, Weighting
 from fairfl_core.algorithms.server_plugins import remember_rows
 from fairfl_core.selection.clustered import (
-    MEASURES,
+    Measure,
     cluster_distributions,
     importance_clusters,
     representative_distances,
@@ -36,13 +36,9 @@ class ClusteredSamplingHyper(Proximal, ServerPluginHyper, Averaging):
     """``similarity`` between representative gradients: arccos (default, as Equitable-FL's baseline uses
     it), L2 (squared) or L1. One client is drawn per cluster distribution, so there is no sampling field."""
 
-    weighting: str = "uniform"
+    weighting: Weighting = "uniform"
     mu: float = 0.0
-    similarity: str = "arccos"
-
-    def check(self):
-        if self.similarity not in MEASURES:
-            raise ValueError(f"similarity must be one of {sorted(MEASURES)}, got {self.similarity!r}")
+    similarity: Measure = "arccos"
 
 
 @register("clustered_sampling")

@@ -43,7 +43,7 @@ class DAdamHyper(DSGDHyper):
     beta2: float = 0.999
     eps: float = 1e-8
 
-    def check(self):
+    def check(self) -> None:
         for name in ("beta1", "beta2"):
             if not 0 <= getattr(self, name) < 1:
                 raise ValueError(f"{name} must lie in [0, 1), got {getattr(self, name)}")

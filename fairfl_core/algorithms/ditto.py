@@ -38,7 +38,7 @@ class DittoHyper(FedAvgHyper):
 
     lam: float = 0.5
 
-    def check(self):
+    def check(self) -> None:
         if not self.lam >= 0:
             raise ValueError(f"lam (Ditto's λ) must be non-negative, got {self.lam}")
 

@@ -15,7 +15,7 @@ and UnionFL compose with their own set functions (eqs. 13 and 14).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -30,13 +30,12 @@ from fairfl_core.selection.facility_location import (
     pairwise_distances,
     stochastic_pool_size,
 )
-from fairfl_core.selection.submodular import maximize
+from fairfl_core.selection.submodular import GreedyMethod, maximize
 from fairfl_core.sim.context import Simulation
 
-__all__ = ["ClientSelector", "DivFL", "DivFLHyper", "Selection"]
+__all__ = ["ClientSelector", "DivFL", "DivFLHyper", "GradMode", "Selection"]
 
-GREEDY = ("lazy", "naive", "stochastic")
-GRAD_MODES = ("stale", "fresh")
+GradMode = Literal["stale", "fresh"]
 
 
 @dataclass
@@ -46,20 +45,16 @@ class DivFLHyper(Proximal, ServerPluginHyper, Averaging):
     by facility location, so there is no sampling field."""
 
     mu: float = 0.0
-    greedy: str = "lazy"
+    greedy: GreedyMethod = "lazy"
     subsample: float = 0.1
     pool_size: int | None = None
-    grad_mode: str = "stale"
+    grad_mode: GradMode = "stale"
 
-    def check(self):
+    def check(self) -> None:
         if self.pool_size is not None and not self.pool_size >= 1:
             raise ValueError(f"pool_size (r) must be an integer ≥ 1, got {self.pool_size}; the paper uses 10")
-        if self.greedy not in GREEDY:
-            raise ValueError(f"greedy must be one of {GREEDY}, got {self.greedy!r}")
         if not 0 < self.subsample <= 1:
             raise ValueError(f"subsample must be in (0, 1], got {self.subsample}")
-        if self.grad_mode not in GRAD_MODES:
-            raise ValueError(f"grad_mode must be one of {GRAD_MODES}, got {self.grad_mode!r}")
 
 
 @dataclass

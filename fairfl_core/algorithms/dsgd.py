@@ -28,7 +28,7 @@ import numpy as np
 
 from fairfl_core.algorithms.base import FederatedAlgorithm, RoundOutput, register
 from fairfl_core.algorithms.hyper import Hyper
-from fairfl_core.gossip import Mixer, consensus_error, topology
+from fairfl_core.gossip import Mixer, Topology, consensus_error, topology
 from fairfl_core.sim.context import Simulation
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ __all__ = ["DSGD", "DSGDHyper", "PGA"]
 class DSGDHyper(Hyper):
     """The gossip graph over all N clients (``gossip.topology``): ring by default."""
 
-    topology: str = "ring"
+    topology: Topology = "ring"
     rho: float | None = None
     topology_seed: int = 0
 

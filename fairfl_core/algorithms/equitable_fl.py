@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 import torch
@@ -56,18 +57,17 @@ from fairfl_core.algorithms.fedprox import Proximal, proximal_spec
 from fairfl_core.algorithms.hyper import ClientSampling, ServerPluginHyper
 from fairfl_core.metrics import client_disagreement, cluster_nmi, sigma_acc
 from fairfl_core.selection.activation_clustering import (
-    SIMILARITIES,
-    SPECTRAL_VARIANTS,
     ClusterWeights,
+    Reduction,
+    Similarity,
+    SpectralVariant,
     activation_statistic,
-    check_reduction,
     cluster_weights,
 )
 from fairfl_core.sim.context import Simulation
 
 __all__ = ["EquitableFL", "EquitableFLHyper"]
 
-BN_WEIGHTS = ("equitable", "uniform")
 FEATURE_MODELS = "mlp, lenet5_cifar10, equitable_cnn_cifar100, equitable_cnn_femnist, resnet18"
 
 
@@ -79,30 +79,20 @@ class EquitableFLHyper(Proximal, ServerPluginHyper, ClientSampling):
     evaluation pass over every client each round), ``server_lr`` η_g."""
 
     num_clusters: int = 2
-    reduction: str = "last_epoch_mean"
-    similarity: str = "gram"
-    spectral: str = "literal"
+    reduction: Reduction = "last_epoch_mean"
+    similarity: Similarity = "gram"
+    spectral: SpectralVariant = "literal"
     cd_literal: bool = False
-    bn_weights: str = "equitable"
+    bn_weights: Literal["equitable", "uniform"] = "equitable"
     round_metrics: bool = False
     server_lr: float = 1.0
 
-    def check(self):
+    def check(self) -> None:
         c = self.num_clusters
         if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
             raise ValueError(
                 f"num_clusters (C) must be an integer >= 1, e.g. the number of planted clusters; got {c!r}"
             )
-        check_reduction(self.reduction)
-        for name, valid in (
-            ("similarity", SIMILARITIES),
-            ("spectral", SPECTRAL_VARIANTS),
-            ("bn_weights", BN_WEIGHTS),
-        ):
-            if getattr(self, name) not in valid:
-                raise ValueError(
-                    f"{name} must be one of {list(valid)} (default {valid[0]!r}); got {getattr(self, name)!r}"
-                )
         if self.replacement:
             raise ValueError(
                 "replacement must be False: Algorithm 1 samples its r clients without replacement"

@@ -102,7 +102,7 @@ class FairFedHyper(Proximal, ServerPluginHyper, ClientSampling):
     beta: float = 1.0
     server_lr: float = 1.0
 
-    def check(self):
+    def check(self) -> None:
         if self.server_lr <= 0:
             raise ValueError(f"server_lr must be positive, got {self.server_lr}")
         if self.beta < 0:

@@ -36,7 +36,7 @@ class FedDynHyper(ServerPluginHyper, ClientSampling):
 
     alpha: float = 0.01
 
-    def check(self):
+    def check(self) -> None:
         if not self.alpha > 0:
             raise ValueError(f"alpha (FedDyn's α) must be positive, got {self.alpha}; try 0.01")
 

@@ -20,13 +20,14 @@ minibatch loss of its local steps);
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights
+from fairfl_core.algorithms.hyper import Weighting
 from fairfl_core.sim.context import Simulation
 
 __all__ = [
@@ -34,12 +35,13 @@ __all__ = [
     "FedEBA",
     "FedEBAHyper",
     "TAU_SCHEDULES",
+    "TauSchedule",
     "annealed_tau",
     "eba_weights",
     "weights_entropy",
 ]
 
-LOSS_EVALS = ("full", "last_epoch_avg")
+TauSchedule = Literal["constant", "linear", "concave", "convex"]
 TAU_SCHEDULES = {"constant": 0.0, "linear": 1.0, "concave": 0.5, "convex": 3.0}  # exponent a of (1 + κt)
 
 
@@ -51,20 +53,16 @@ class FedEBAHyper(FedAvgHyper):
     ``tau_schedule``, ``tau_kappa``: see the module docstring; ``entropy_weights``: False puts q in place of
     the EBA weights (FedEBA+'s "FedAvg+②" ablation, Table 15)."""
 
-    weighting: str = "uniform"
+    weighting: Weighting = "uniform"
     tau: float = 0.1
-    loss_eval: str = "full"
-    tau_schedule: str = "constant"
+    loss_eval: Literal["full", "last_epoch_avg"] = "full"
+    tau_schedule: TauSchedule = "constant"
     tau_kappa: float = 0.0
     entropy_weights: bool = True
 
-    def check(self):
+    def check(self) -> None:
         if not self.tau > 0:
             raise ValueError(f"tau (EBA temperature) must be > 0 (τ → ∞: prior weights), got {self.tau}")
-        if self.loss_eval not in LOSS_EVALS:
-            raise ValueError(f"loss_eval must be one of {LOSS_EVALS}, got {self.loss_eval!r}")
-        if self.tau_schedule not in TAU_SCHEDULES:
-            raise ValueError(f"tau_schedule must be one of {tuple(TAU_SCHEDULES)}, got {self.tau_schedule!r}")
         if not (self.tau_kappa >= 0 and np.isfinite(self.tau_kappa)):
             raise ValueError(
                 f"tau_kappa (annealing rate κ) must be a finite number >= 0, got {self.tau_kappa}"

@@ -28,6 +28,7 @@ import torch
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights
+from fairfl_core.algorithms.hyper import Weighting
 from fairfl_core.algorithms.server_plugins import remember_rows
 from fairfl_core.sim.context import Simulation
 
@@ -41,11 +42,11 @@ class FedFVHyper(FedAvgHyper):
     """``alpha``: fraction of highest-loss clients kept unprojected; ``tau``: rounds of gradient history
     checked for external conflicts (0 = none)."""
 
-    weighting: str = "uniform"
+    weighting: Weighting = "uniform"
     alpha: float = 0.1
     tau: int = 10
 
-    def check(self):
+    def check(self) -> None:
         if not 0 <= self.alpha <= 1:
             raise ValueError(f"alpha (FedFV's kept fraction) must be in [0, 1], got {self.alpha}")
         if self.tau < 0:

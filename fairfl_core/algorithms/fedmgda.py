@@ -18,6 +18,7 @@ smallest of AAggFF's grid {0.1, 0.5, 1.0}; η_g = ``server_lr`` = 1 (FLGo's η).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 import torch
@@ -27,6 +28,7 @@ from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights
 
 __all__ = [
     "BOX_CENTRES",
+    "BoxCentre",
     "FedMGDA",
     "FedMGDAHyper",
     "box_centre",
@@ -35,7 +37,8 @@ __all__ = [
     "project_capped_simplex",
 ]
 
-BOX_CENTRES = ("uniform", "weights")
+BoxCentre = Literal["uniform", "weights"]
+BOX_CENTRES: tuple[BoxCentre, ...] = get_args(BoxCentre)
 
 
 @dataclass
@@ -44,13 +47,11 @@ class FedMGDAHyper(FedAvgHyper):
     FedAvg weights); ``server_lr`` is the global step η_g."""
 
     epsilon: float = 0.1
-    box_centre: str = "uniform"
+    box_centre: BoxCentre = "uniform"
 
-    def check(self):
+    def check(self) -> None:
         if not self.epsilon >= 0:
             raise ValueError(f"epsilon must be non-negative (0 keeps the box centre), got {self.epsilon}")
-        if self.box_centre not in BOX_CENTRES:
-            raise ValueError(f"box_centre must be one of {BOX_CENTRES}, got {self.box_centre!r}")
 
 
 def box_centre(centre: str, weights: np.ndarray) -> np.ndarray:

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import torch
 
 from fairfl_core.algorithms.base import register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper
+from fairfl_core.algorithms.hyper import Weighting
 
 __all__ = [
     "ServerOptimizer",
@@ -43,6 +44,7 @@ __all__ = [
     "FedYogiHyper",
     "FedAMSGradHyper",
     "AMSGRAD_VARIANTS",
+    "AmsgradVariant",
     "first_moment",
     "adaptive_step",
     "adagrad_server_step",
@@ -51,7 +53,8 @@ __all__ = [
     "amsgrad_server_step",
 ]
 
-AMSGRAD_VARIANTS = ("amsgrad", "max_stabilization")
+AmsgradVariant = Literal["amsgrad", "max_stabilization"]
+AMSGRAD_VARIANTS: tuple[AmsgradVariant, ...] = get_args(AmsgradVariant)
 
 Tensor = torch.Tensor
 
@@ -138,13 +141,13 @@ class FedAdagradHyper(FedAvgHyper):
     Adagrad, which has no momentum (Alg. 2 allows β1 > 0). Uniform averaging as in Alg. 2 line 10
     (Δ_t = (1/|S|) Σ Δ_t^i)."""
 
-    weighting: str = "uniform"
+    weighting: Weighting = "uniform"
     server_lr: float = 0.1
     beta1: float = 0.0
     tau: float = 1e-3
     initial_accumulator: float | None = None  # v_{−1}; None → τ² (Alg. 2: v_{−1} ≥ τ²)
 
-    def check(self):
+    def check(self) -> None:
         _check_unit("beta1", self.beta1, closed=False)
         if self.tau <= 0:
             raise ValueError(
@@ -173,7 +176,7 @@ class FedAdamHyper(FedAdagradHyper):
     beta2: float = 0.99
     tau: float = 1e-3
 
-    def check(self):
+    def check(self) -> None:
         _check_unit("beta2", self.beta2, closed=True)
 
 
@@ -193,11 +196,7 @@ class FedAMSGradHyper(FedAdamHyper):
 
     tau: float = 1e-8
     initial_accumulator: float | None = 0.0
-    variant: str = "amsgrad"
-
-    def check(self):
-        if self.variant not in AMSGRAD_VARIANTS:
-            raise ValueError(f"variant must be one of {AMSGRAD_VARIANTS}, got {self.variant!r}")
+    variant: AmsgradVariant = "amsgrad"
 
 
 # -- the part: a server optimiser on the pseudo-gradient -------------------------------------------------

@@ -21,7 +21,7 @@ class Proximal(Hyper):
 
     mu: float = 0.01
 
-    def check(self):
+    def check(self) -> None:
         if self.mu < 0:
             raise ValueError(f"mu must be non-negative, got {self.mu}")
 

@@ -44,13 +44,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import torch
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, select_clients
+from fairfl_core.algorithms.hyper import Sampling, Weighting
 from fairfl_core.algorithms.server_plugins import remember_rows
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.local import LocalResult
@@ -59,6 +60,9 @@ __all__ = [
     "GIFAIRGlobal",
     "GIFAIRHyper",
     "GroupPenalty",
+    "Grouping",
+    "InitLosses",
+    "LossSource",
     "fairness_objective",
     "gradient_scale",
     "group_ids",
@@ -68,7 +72,8 @@ __all__ = [
     "sensitive_group_ids",
 ]
 
-GROUPINGS = ("auto", "partition", "individual", "sensitive")
+Grouping = Literal["auto", "partition", "individual", "sensitive"]
+GROUPINGS: tuple[Grouping, ...] = get_args(Grouping)
 LISTED_GROUPS = 10  # diagnostics list the group losses when d is at most this (group fairness settings)
 
 
@@ -187,11 +192,13 @@ def _losses_at_new_global(
     return sim.engine.losses(w, clients, "train")[0]
 
 
+LossSource = Literal["local", "minibatch", "global"]
 LOSS_SOURCES = {
     "local": _losses_at_local_models,
     "minibatch": _minibatch_losses,
     "global": _losses_at_new_global,
 }
+InitLosses = Literal["evaluate", "zero"]
 INIT_LOSSES: dict[str, Callable[[Simulation, torch.Tensor], np.ndarray]] = {
     "evaluate": lambda sim, w: sim.engine.losses(w, None, "train")[0].double().cpu().numpy(),
     "zero": lambda sim, w: np.zeros(sim.num_clients),
@@ -203,26 +210,20 @@ class GIFAIRHyper(FedAvgHyper):
     """``lam_frac``: λ/λ_max ∈ [0, 1); ``groups``, ``loss_source``, ``init_losses``, ``unbiased``: see the
     module docstring. Sampling defaults to ∝ p_k with a simple average."""
 
-    sampling: str = "size"
-    weighting: str = "uniform"
+    sampling: Sampling = "size"
+    weighting: Weighting = "uniform"
     lam_frac: float = 0.5
-    groups: str = "auto"
-    loss_source: str = "local"
-    init_losses: str = "evaluate"
+    groups: Grouping = "auto"
+    loss_source: LossSource = "local"
+    init_losses: InitLosses = "evaluate"
     unbiased: bool = False
 
-    def check(self):
+    def check(self) -> None:
         if not 0 <= self.lam_frac < 1:
             raise ValueError(
                 f"lam_frac (λ/λ_max) must be in [0, 1) so that every client's scale stays positive, got "
                 f"{self.lam_frac}; the paper's grid is 0, 0.1, ..., 0.9"
             )
-        if self.groups not in GROUPINGS:
-            raise ValueError(f"groups must be one of {GROUPINGS}, got {self.groups!r}")
-        if self.loss_source not in LOSS_SOURCES:
-            raise ValueError(f"loss_source must be one of {tuple(LOSS_SOURCES)}, got {self.loss_source!r}")
-        if self.init_losses not in INIT_LOSSES:
-            raise ValueError(f"init_losses must be one of {tuple(INIT_LOSSES)}, got {self.init_losses!r}")
         if self.unbiased and self.sampling != "uniform":
             raise ValueError(
                 "unbiased=True is Remark 2's aggregate for uniform sampling: set sampling='uniform' "

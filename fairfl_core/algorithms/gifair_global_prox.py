@@ -23,6 +23,7 @@ Faults as in ``gifair_global.py``: the scales go to every selected client before
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -30,11 +31,13 @@ from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, select_clients
 from fairfl_core.algorithms.fedprox import Proximal, proximal_spec
 from fairfl_core.algorithms.gifair_global import GIFAIRHyper, GroupPenalty, gradient_scale, lambda_max
+from fairfl_core.algorithms.hyper import Sampling, Weighting
 from fairfl_core.sim.context import Simulation
 
-__all__ = ["COUNTINGS", "GIFAIRGlobalProx", "GIFAIRProxHyper", "round_scales"]
+__all__ = ["COUNTINGS", "Counting", "GIFAIRGlobalProx", "GIFAIRProxHyper", "round_scales"]
 
-COUNTINGS = ("round", "all")
+Counting = Literal["round", "all"]
+COUNTINGS: tuple[Counting, ...] = get_args(Counting)
 
 
 def round_scales(
@@ -56,17 +59,9 @@ class GIFAIRProxHyper(Proximal, GIFAIRHyper):
     """GIFAIR-FL-Global's fields, FedProx's ``mu`` and ``counting`` (module docstring); uniform sampling with
     the n_k-weighted average."""
 
-    sampling: str = "uniform"
-    weighting: str = "size"
-    counting: str = "round"
-
-    def check(self):
-        super().check()
-        if self.counting not in COUNTINGS:
-            raise ValueError(
-                f"counting must be one of {COUNTINGS} ('round': each round's participants, Equitable-FL "
-                f"§5.2; 'all': GIFAIR-FL's full clusters and loss cache); got {self.counting!r}"
-            )
+    sampling: Sampling = "uniform"
+    weighting: Weighting = "size"
+    counting: Counting = "round"
 
 
 @register("gifair_global_prox")

@@ -31,7 +31,7 @@ __all__ = ["GIFAIRPer", "GIFAIRPerHyper"]
 class GIFAIRPerHyper(GIFAIRHyper):
     """As GIFAIR-FL-Global's; ``loss_source`` is ``"local"`` (F_k(θ_k), Eq. 5) or ``"minibatch"``."""
 
-    def check(self):
+    def check(self) -> None:
         if self.loss_source == "global":
             raise ValueError(
                 "loss_source='global' measures losses at the global model, but GIFAIR-FL-Per ranks groups "

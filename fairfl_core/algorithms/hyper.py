@@ -2,26 +2,38 @@
 
 An algorithm's ``Hyper`` is a flat dataclass listing the groups it really has, plus its own fields, e.g.
 ``class FedEBAHyper(FedAvgHyper)`` or ``class DivFLHyper(ProxHyper)``: a group an algorithm does not take
-never appears in its config. Every group checks its own fields in ``check``; ``Hyper.__post_init__`` runs
-the ``check`` of every class in the MRO once, so a subclass never has to call its parents.
+never appears in its config. An option field is a ``Literal``, checked against its values by
+``dataclass_io``; every group checks the ranges of its own fields in ``check``. ``Hyper.__post_init__`` runs
+both, the ``check`` of every class in the MRO once, so a subclass never has to call its parents.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
-__all__ = ["Averaging", "ClientSampling", "FedAvgHyper", "Hyper", "ServerPluginHyper"]
+from fairfl_core.dataclass_io import check_literals
 
-SAMPLING = ("uniform", "size")
-WEIGHTING = ("size", "uniform")
-VARIANCE_REDUCTION = ("none", "fedvarp")
-VARP_WEIGHTS = ("aggregation", "uniform")
+__all__ = [
+    "Averaging",
+    "ClientSampling",
+    "FedAvgHyper",
+    "Hyper",
+    "Sampling",
+    "ServerPluginHyper",
+    "Weighting",
+]
+
+Sampling = Literal["uniform", "size"]
+Weighting = Literal["size", "uniform"]
 
 
 class Hyper:
-    """Base of every hyperparameter dataclass: runs each class's own ``check`` (base classes first)."""
+    """Base of every hyperparameter dataclass: checks its ``Literal`` fields' options, then runs each class's
+    own ``check`` (base classes first)."""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
+        check_literals(self)
         for cls in reversed(type(self).__mro__):
             check = cls.__dict__.get("check")
             if check is not None:
@@ -33,12 +45,8 @@ class ClientSampling(Hyper):
     """Clients drawn uniformly or ∝ n_k (``sampling``), with or without ``replacement`` (FedEBA+ samples
     uniformly without replacement; q-FFL ∝ n_k with replacement)."""
 
-    sampling: str = "uniform"
+    sampling: Sampling = "uniform"
     replacement: bool = False
-
-    def check(self):
-        if self.sampling not in SAMPLING:
-            raise ValueError(f"sampling must be one of {SAMPLING}, got {self.sampling!r}")
 
 
 @dataclass
@@ -46,12 +54,10 @@ class Averaging(Hyper):
     """The server's average w ← w + η_g Σ_k p_k (w_k − w): p_k ∝ n_k or 1/m (``weighting``), η_g
     (``server_lr``)."""
 
-    weighting: str = "size"
+    weighting: Weighting = "size"
     server_lr: float = 1.0
 
-    def check(self):
-        if self.weighting not in WEIGHTING:
-            raise ValueError(f"weighting must be one of {WEIGHTING}, got {self.weighting!r}")
+    def check(self) -> None:
         if self.server_lr <= 0:
             raise ValueError(f"server_lr must be positive, got {self.server_lr}")
 
@@ -63,21 +69,15 @@ class ServerPluginHyper(Hyper):
     Table 11), ``varp_weights`` ``"aggregation"`` | ``"uniform"`` (the p of FedVARP's correction)."""
 
     server_momentum: float = 0.0
-    variance_reduction: str = "none"
-    varp_weights: str = "aggregation"
+    variance_reduction: Literal["none", "fedvarp"] = "none"
+    varp_weights: Literal["aggregation", "uniform"] = "aggregation"
 
-    def check(self):
+    def check(self) -> None:
         if not 0 <= self.server_momentum < 1:
             raise ValueError(
                 f"server_momentum must be in [0, 1) (0 = off; FedEBA+ Table 10 uses 0.9), got "
                 f"{self.server_momentum}"
             )
-        if self.variance_reduction not in VARIANCE_REDUCTION:
-            raise ValueError(
-                f"variance_reduction must be one of {VARIANCE_REDUCTION}, got {self.variance_reduction!r}"
-            )
-        if self.varp_weights not in VARP_WEIGHTS:
-            raise ValueError(f"varp_weights must be one of {VARP_WEIGHTS}, got {self.varp_weights!r}")
 
 
 @dataclass

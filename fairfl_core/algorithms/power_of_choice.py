@@ -19,7 +19,7 @@ import numpy as np
 from fairfl_core.algorithms.base import FederatedAlgorithm, Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import average_step
 from fairfl_core.algorithms.fedprox import Proximal, proximal_spec
-from fairfl_core.algorithms.hyper import SAMPLING, Averaging, ServerPluginHyper
+from fairfl_core.algorithms.hyper import Averaging, Sampling, ServerPluginHyper, Weighting
 from fairfl_core.selection import sample_clients
 from fairfl_core.selection.power_of_choice import default_candidates, highest_loss_clients
 from fairfl_core.sim.context import Simulation
@@ -32,14 +32,12 @@ class PowerOfChoiceHyper(Proximal, ServerPluginHyper, Averaging):
     """``d``: candidate-set size (None → min(N, 2m)), drawn without replacement; ``sampling``: candidates
     ∝ n_k or uniform."""
 
-    sampling: str = "size"
-    weighting: str = "uniform"
+    sampling: Sampling = "size"
+    weighting: Weighting = "uniform"
     mu: float = 0.0
     d: int | None = None
 
-    def check(self):
-        if self.sampling not in SAMPLING:
-            raise ValueError(f"sampling must be one of {SAMPLING}, got {self.sampling!r}")
+    def check(self) -> None:
         if self.d is not None and self.d < 1:
             raise ValueError(
                 f"d must be a positive number of candidates (or null for min(N, 2m)), got {self.d}"

@@ -43,7 +43,7 @@ class PropFairHyper(FedAvgHyper):
     eps: float = 0.2
     huber: bool = False
 
-    def check(self):
+    def check(self) -> None:
         if not self.M > 0:
             raise ValueError(f"M (the PropFair baseline) must be positive, got {self.M}")
         if not self.eps > 0:

@@ -25,6 +25,7 @@ import torch
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights
+from fairfl_core.algorithms.hyper import Sampling, Weighting
 
 __all__ = ["QFFL", "QFFLHyper", "qffl_delta_and_h"]
 
@@ -36,11 +37,11 @@ class QFFLHyper(FedAvgHyper):
     """``q`` ≥ 0: fairness strength (FedEBA+ Table 1 uses 0.5; grids {0.001 … 15} in FedEBA+ Table 6 and
     {0, 0.001, …, 10} in GIFAIR-FL §5). Sampling defaults to fair_flearn's ∝ n_k + simple average."""
 
-    sampling: str = "size"
-    weighting: str = "uniform"
+    sampling: Sampling = "size"
+    weighting: Weighting = "uniform"
     q: float = 0.5
 
-    def check(self):
+    def check(self) -> None:
         if not (self.q >= 0 and np.isfinite(self.q)):
             raise ValueError(f"q must be a finite number >= 0 (q = 0 is FedAvg), got {self.q}")
 

@@ -30,6 +30,7 @@ import torch
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, select_clients
+from fairfl_core.algorithms.hyper import Weighting
 from fairfl_core.algorithms.server_plugins import remember_rows
 from fairfl_core.sim.context import Simulation
 
@@ -61,9 +62,9 @@ class ScaffoldHyper(FedAvgHyper):
     """Uniform averaging and η_g = 1 (Alg. 1; AFGA Table 9 uses η_g = 1, η_l = 0.1). One control variate per
     client, so clients are sampled without replacement."""
 
-    weighting: str = "uniform"
+    weighting: Weighting = "uniform"
 
-    def check(self):
+    def check(self) -> None:
         if self.replacement:
             raise ValueError(
                 "replacement must be False for SCAFFOLD: each client's control variate c_i is "

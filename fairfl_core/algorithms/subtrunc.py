@@ -30,18 +30,21 @@ steered a pick, since otherwise it repeats that run's picks and draws.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
 from fairfl_core.algorithms.base import FederatedAlgorithm, Plan, Update, Uploads, register
-from fairfl_core.algorithms.divfl import ClientSelector, DivFLHyper, Selection
+from fairfl_core.algorithms.divfl import ClientSelector, DivFLHyper, GradMode, Selection
 from fairfl_core.algorithms.fedavg import average_step
 from fairfl_core.algorithms.fedprox import proximal_spec
+from fairfl_core.algorithms.hyper import Weighting
 from fairfl_core.algorithms.server_plugins import remember_rows
-from fairfl_core.selection.facility_location import FacilityLocation, pairwise_distances
+from fairfl_core.selection.facility_location import DistanceScale, FacilityLocation, pairwise_distances
 from fairfl_core.selection.submodular import (
-    OBJECTIVE_SCALES,
-    PHI,
+    GreedyMethod,
+    ObjectiveScale,
+    Phi,
     selection_trace,
     subtrunc_objective,
     trace_summary,
@@ -50,23 +53,16 @@ from fairfl_core.sim.context import Simulation
 
 __all__ = ["SelectionHyper", "SubTrunc", "SubTruncHyper"]
 
-LOSS_MODES = ("fresh", "stale")
-DISTANCE_SCALES = ("none", "mean")
-
 
 @dataclass
 class SelectionHyper(DivFLHyper):
     """The SubTrunc paper's defaults for DivFL's fields (stochastic greedy, fresh gradients, an unweighted
     average; ``pool_size`` r None: DivFL's max(κ, ⌊subsample · N⌋), 10 for N = 100) and the scale of G."""
 
-    greedy: str = "stochastic"
-    grad_mode: str = "fresh"
-    weighting: str = "uniform"
-    distance_scale: str = "none"
-
-    def check(self):
-        if self.distance_scale not in DISTANCE_SCALES:
-            raise ValueError(f"distance_scale must be one of {DISTANCE_SCALES}, got {self.distance_scale!r}")
+    greedy: GreedyMethod = "stochastic"
+    grad_mode: GradMode = "fresh"
+    weighting: Weighting = "uniform"
+    distance_scale: DistanceScale = "none"
 
 
 @dataclass
@@ -76,24 +72,15 @@ class SubTruncHyper(SelectionHyper):
 
     lam: float = 0.95
     budget: float = 1.10
-    phi: str = "log1p"
-    loss_mode: str = "fresh"
-    objective_scale: str = "averaged"
+    phi: Phi = "log1p"
+    loss_mode: Literal["fresh", "stale"] = "fresh"
+    objective_scale: ObjectiveScale = "averaged"
 
-    def check(self):
+    def check(self) -> None:
         if not self.lam >= 0:
             raise ValueError(f"lam (λ) must be ≥ 0 (0 is DivFL), got {self.lam}")
         if not self.budget > 0:
             raise ValueError(f"budget (b) must be > 0 (the paper uses 1.10), got {self.budget}")
-        if self.phi not in PHI:
-            raise ValueError(f"phi must be one of {tuple(PHI)}, got {self.phi!r}")
-        if self.loss_mode not in LOSS_MODES:
-            raise ValueError(f"loss_mode must be one of {LOSS_MODES}, got {self.loss_mode!r}")
-        if self.objective_scale not in OBJECTIVE_SCALES:
-            raise ValueError(
-                f"objective_scale must be one of {tuple(OBJECTIVE_SCALES)} (G's scale against H, "
-                f"docs/readings.md), got {self.objective_scale!r}"
-            )
 
 
 @register("subtrunc")

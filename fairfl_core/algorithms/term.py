@@ -19,17 +19,17 @@ t = 0 gives ω = p, i.e. FedAvg (softmax normaliser).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import torch
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights, averaged
+from fairfl_core.algorithms.hyper import Weighting
 from fairfl_core.sim.context import Simulation
 
 __all__ = ["TERM", "TERMHyper", "running_tilt_weights", "tilt_factors", "tilt_weights"]
-
-NORMALIZERS = ("softmax", "running")
 
 
 @dataclass
@@ -37,15 +37,13 @@ class TERMHyper(FedAvgHyper):
     """``t`` ≥ 0: tilt (FedEBA+ Table 1: 0.1; grids {0.1, 0.5, 0.8, 1, 5} FedEBA+, {1, 2, 5} GIFAIR-FL);
     ``normalizer``: per-round softmax or TERM's running estimate (see the module docstring)."""
 
-    weighting: str = "uniform"
+    weighting: Weighting = "uniform"
     t: float = 0.1
-    normalizer: str = "softmax"
+    normalizer: Literal["softmax", "running"] = "softmax"
 
-    def check(self):
+    def check(self) -> None:
         if not (self.t >= 0 and np.isfinite(self.t)):
             raise ValueError(f"t (tilt) must be a finite number >= 0 (t = 0 is FedAvg), got {self.t}")
-        if self.normalizer not in NORMALIZERS:
-            raise ValueError(f"normalizer must be one of {NORMALIZERS}, got {self.normalizer!r}")
 
 
 def tilt_factors(losses: torch.Tensor, t: float) -> torch.Tensor:

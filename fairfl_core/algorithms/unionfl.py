@@ -4,8 +4,9 @@ selection penalised for clients chosen in the last ``window`` rounds,
     h_t(S) = G(S) − μ · |U_t ∩ S|,        U_t = S_{t−window} ∪ … ∪ S_{t−1}     (``selection/submodular.py``)
 
 maximised by stochastic greedy with r candidates per step, then FedAvg's local SGD (Algorithm 1: no proximal
-term; ``mu`` is eq. 14's μ only) and an unweighted average. μ = 0 is DivFL with the same settings. The distances and the greedy are DivFL's selector
-(``divfl.ClientSelector``); h_t is the objective this file gives it.
+term; ``mu`` is eq. 14's μ only) and an unweighted average. μ = 0 is DivFL with the same settings. The
+distances and the greedy are DivFL's selector (``divfl.ClientSelector``); h_t is the objective this file gives
+it.
 
 Readings (``docs/readings.md``): before round ``window`` U_t is the union of the rounds that exist; h_t is
 not monotone, and Algorithm 1 selects κ clients, so ``nonmonotone="fill"`` always takes κ (``"stop"`` ends
@@ -23,7 +24,7 @@ from fairfl_core.algorithms.base import FederatedAlgorithm, Plan, Update, Upload
 from fairfl_core.algorithms.divfl import ClientSelector
 from fairfl_core.algorithms.fedavg import average_step
 from fairfl_core.algorithms.subtrunc import SelectionHyper
-from fairfl_core.selection.submodular import NONMONOTONE, unionfl_objective
+from fairfl_core.selection.submodular import Nonmonotone, unionfl_objective
 from fairfl_core.sim.context import Simulation
 
 __all__ = ["UnionFL", "UnionFLHyper"]
@@ -36,17 +37,15 @@ class UnionFLHyper(SelectionHyper):
 
     mu: float = 1.0
     window: int = 5
-    nonmonotone: str = "fill"
+    nonmonotone: Nonmonotone = "fill"
 
-    def check(self):
+    def check(self) -> None:
         if not self.mu >= 0:
             raise ValueError(f"mu (μ) must be ≥ 0 (0 is DivFL), got {self.mu}")
         if isinstance(self.window, bool) or int(self.window) != self.window or self.window < 1:
             raise ValueError(
                 f"window (UnionFL's look-back, in rounds) must be an integer ≥ 1, got {self.window}"
             )
-        if self.nonmonotone not in NONMONOTONE:
-            raise ValueError(f"nonmonotone must be one of {NONMONOTONE}, got {self.nonmonotone!r}")
 
 
 @register("unionfl")

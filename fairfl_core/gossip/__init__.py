@@ -3,11 +3,12 @@ over stacked client models and its diagnostics (``mixing``), the settings' valid
 simulated communication time of Table 7 (``cost``)."""
 
 from fairfl_core.gossip.cost import CommCostModel, transfer_seconds
-from fairfl_core.gossip.hyper import COMM_ADAPTED_MODES, GossipHyper
+from fairfl_core.gossip.hyper import COMM_ADAPTED_MODES, CommAdapted, GossipHyper
 from fairfl_core.gossip.mixing import SPARSE_DENSITY, Mixer, consensus_error, gossip, peer_messages
 from fairfl_core.gossip.topology import (
     TARGETED_TOPOLOGIES,
     TOPOLOGIES,
+    Topology,
     check_mixing_matrix,
     cluster_gaps,
     clustered,
@@ -28,9 +29,11 @@ __all__ = [
     "SPARSE_DENSITY",
     "TARGETED_TOPOLOGIES",
     "TOPOLOGIES",
+    "CommAdapted",
     "CommCostModel",
     "GossipHyper",
     "Mixer",
+    "Topology",
     "check_mixing_matrix",
     "cluster_gaps",
     "clustered",

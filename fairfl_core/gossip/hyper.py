@@ -18,6 +18,7 @@ there are two readings:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -25,15 +26,17 @@ from fairfl_core.gossip.topology import (
     TARGETED_TOPOLOGIES,
     TOPOLOGIES,
     Seed,
+    Topology,
     _positive_int,
     cluster_gaps,
     clustered,
     contiguous_clusters,
 )
 
-__all__ = ["COMM_ADAPTED_MODES", "GossipHyper"]
+__all__ = ["COMM_ADAPTED_MODES", "CommAdapted", "GossipHyper"]
 
-COMM_ADAPTED_MODES = ("selected_ring", "active_ring")
+CommAdapted = Literal["selected_ring", "active_ring"]
+COMM_ADAPTED_MODES: tuple[CommAdapted, ...] = get_args(CommAdapted)
 
 
 @dataclass
@@ -45,10 +48,10 @@ class GossipHyper:
     clients_per_round: int  # M
     local_steps: int  # Z
     num_clusters: int = 1  # K
-    topology: str = "ring"
+    topology: Topology = "ring"
     rho: float | None = None  # target spectral gap of the random / unbalanced_complete topologies
     topology_seed: int = 0
-    comm_adapted: str | None = None  # None or one of COMM_ADAPTED_MODES
+    comm_adapted: CommAdapted | None = None
 
     def __post_init__(self):
         _positive_int("num_clients", self.num_clients, "N, e.g. 50")

@@ -38,12 +38,15 @@ identity (non-selected clients keep their models).
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import numpy as np
 from numpy.typing import ArrayLike
 
 __all__ = [
     "TOPOLOGIES",
     "TARGETED_TOPOLOGIES",
+    "Topology",
     "DOUBLY_STOCHASTIC_ATOL",
     "RANDOM_RHO_TOL",
     "check_mixing_matrix",
@@ -61,7 +64,8 @@ __all__ = [
     "subset_ring",
 ]
 
-TOPOLOGIES = ("ring", "complete", "disconnected", "random", "unbalanced_complete")
+Topology = Literal["ring", "complete", "disconnected", "random", "unbalanced_complete"]
+TOPOLOGIES: tuple[Topology, ...] = get_args(Topology)
 TARGETED_TOPOLOGIES = ("random", "unbalanced_complete")  # built to a target spectral gap ``rho``
 DOUBLY_STOCHASTIC_ATOL = 1e-8  # |row sum − 1| and |column sum − 1| allowed by ``check_mixing_matrix``
 RANDOM_RHO_TOL = 0.01  # |ρ − target| accepted for a ``random`` draw

@@ -44,7 +44,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import torch
@@ -57,6 +57,9 @@ __all__ = [
     "REDUCTIONS",
     "SIMILARITIES",
     "SPECTRAL_VARIANTS",
+    "Reduction",
+    "Similarity",
+    "SpectralVariant",
     "ClusterWeights",
     "LastBatchActivationMean",
     "activation_statistic",
@@ -68,13 +71,16 @@ __all__ = [
     "spectral_embedding",
 ]
 
+Reduction = Literal["last_epoch_mean", "last_batch_mean", "post_train_mean"]
 REDUCTIONS = {
     "last_epoch_mean": "every sample of the last local epoch, with the evolving model, in eval mode",
     "last_batch_mean": "the last local minibatch only",
     "post_train_mean": "every local training sample, re-evaluated with the final local model in eval mode",
 }
-SIMILARITIES = ("gram", "cosine")
-SPECTRAL_VARIANTS = ("literal", "row_normalised", "normalised_laplacian")
+Similarity = Literal["gram", "cosine"]
+SIMILARITIES: tuple[Similarity, ...] = get_args(Similarity)
+SpectralVariant = Literal["literal", "row_normalised", "normalised_laplacian"]
+SPECTRAL_VARIANTS: tuple[SpectralVariant, ...] = get_args(SpectralVariant)
 
 
 # --------------------------------------------------------------------------------------------------------

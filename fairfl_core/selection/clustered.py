@@ -17,6 +17,7 @@ A client with m·p_i > 1 (not covered by the reference) fills its own row and po
 from __future__ import annotations
 
 import warnings
+from typing import Literal
 
 import numpy as np
 import torch
@@ -25,6 +26,7 @@ from scipy.cluster.hierarchy import ClusterWarning, fcluster, linkage
 __all__ = [
     "EPSILON",
     "MEASURES",
+    "Measure",
     "cluster_distributions",
     "importance_clusters",
     "representative_distances",
@@ -52,6 +54,7 @@ def _l1(g: torch.Tensor) -> torch.Tensor:
     return torch.cdist(g[None], g[None], p=1.0)[0].double()
 
 
+Measure = Literal["arccos", "L2", "L1"]
 MEASURES = {"arccos": _arccos, "L2": _l2, "L1": _l1}
 
 

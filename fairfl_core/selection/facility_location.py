@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 import numpy as np
 import torch
 
 __all__ = [
     "DISTANCE_SCALES",
+    "DistanceScale",
     "FacilityLocation",
     "GRAM_RELATIVE_ERROR",
     "GainOracle",
@@ -99,7 +100,8 @@ def _gamma(n: int) -> float:
     return nu / (1 - nu)
 
 
-DISTANCE_SCALES = ("none", "mean")
+DistanceScale = Literal["none", "mean"]
+DISTANCE_SCALES: tuple[DistanceScale, ...] = get_args(DistanceScale)
 
 
 def normalize_distances(dist: np.ndarray, scale: str = "none") -> np.ndarray:

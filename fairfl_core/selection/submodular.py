@@ -39,6 +39,7 @@ Readings where the paper is silent:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -58,6 +59,10 @@ __all__ = [
     "NONMONOTONE",
     "OBJECTIVE_SCALES",
     "PHI",
+    "GreedyMethod",
+    "Nonmonotone",
+    "ObjectiveScale",
+    "Phi",
     "averaged_scale",
     "literal_scale",
     "loss_transform",
@@ -72,9 +77,12 @@ __all__ = [
     "unionfl_objective",
 ]
 
+Phi = Literal["identity", "log1p"]
 PHI: dict[str, Callable[[np.ndarray], np.ndarray]] = {"identity": lambda x: x, "log1p": np.log1p}
-GREEDY_METHODS = ("stochastic", "lazy", "naive")
-NONMONOTONE = ("fill", "stop")
+GreedyMethod = Literal["stochastic", "lazy", "naive"]
+GREEDY_METHODS: tuple[GreedyMethod, ...] = get_args(GreedyMethod)
+Nonmonotone = Literal["fill", "stop"]
+NONMONOTONE: tuple[Nonmonotone, ...] = get_args(Nonmonotone)
 
 
 def loss_transform(losses, phi: str = "log1p") -> np.ndarray:
@@ -107,6 +115,7 @@ def normalised_scale(dist: np.ndarray) -> float:
     return 1.0 / empty if empty > 0 else 1.0
 
 
+ObjectiveScale = Literal["literal", "averaged", "normalised"]
 OBJECTIVE_SCALES: dict[str, Callable[[np.ndarray], float]] = {
     "literal": literal_scale,
     "averaged": averaged_scale,

@@ -220,7 +220,7 @@ class NoFeatures(nn.Module):
         ({"num_clusters": 0}, r"num_clusters \(C\) must be an integer >= 1"),
         ({"num_clusters": 1.5}, r"num_clusters = 1.5 has the wrong type: expected int"),
         ({"num_clusters": 4}, r"num_clusters \(C\) = 4 exceeds train.clients_per_round = 3"),
-        ({"reduction": "mean"}, r"reduction must be one of \['last_batch_mean', 'last_epoch_mean'"),
+        ({"reduction": "mean"}, r"reduction must be one of \('last_epoch_mean', 'last_batch_mean'"),
         ({"spectral": "njw"}, "spectral must be one of"),
         ({"similarity": "l2"}, "similarity must be one of"),
         ({"replacement": True}, "replacement must be False"),

@@ -1,0 +1,51 @@
+"""Every algorithm's options are ``Literal`` fields, checked in one place (``dataclass_io``) both as a config
+is read and when a ``Hyper`` is built directly; the option tables keyed by name list exactly their options."""
+
+import dataclasses
+import typing
+
+import pytest
+
+from fairfl_core.algorithms import ALGORITHMS, build_algorithm
+from fairfl_core.algorithms.aaggff import CDFS, Cdf
+from fairfl_core.algorithms.fedeba import TAU_SCHEDULES, TauSchedule
+from fairfl_core.algorithms.gifair_global import INIT_LOSSES, LOSS_SOURCES, InitLosses, LossSource
+from fairfl_core.algorithms.qffl import QFFLHyper
+from fairfl_core.selection.activation_clustering import REDUCTIONS, Reduction
+from fairfl_core.selection.clustered import MEASURES, Measure
+from fairfl_core.selection.submodular import OBJECTIVE_SCALES, PHI, ObjectiveScale, Phi
+from tests.algorithms.conftest import tiny_sim
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_no_hyper_field_is_a_free_string(name):
+    hyper = ALGORITHMS[name].Hyper
+    hints = {name: (hint, *typing.get_args(hint)) for name, hint in typing.get_type_hints(hyper).items()}
+    free = [f.name for f in dataclasses.fields(hyper) if str in hints[f.name]]
+    assert not free, f"{hyper.__name__}: {free} are str; an option is a Literal (dataclass_io checks it)"
+
+
+@pytest.mark.parametrize(
+    "table,options",
+    [
+        (CDFS, Cdf),
+        (TAU_SCHEDULES, TauSchedule),
+        (LOSS_SOURCES, LossSource),
+        (INIT_LOSSES, InitLosses),
+        (PHI, Phi),
+        (OBJECTIVE_SCALES, ObjectiveScale),
+        (MEASURES, Measure),
+        (REDUCTIONS, Reduction),
+    ],
+)
+def test_an_option_table_lists_its_literals_options(table, options):
+    assert tuple(table) == typing.get_args(options)
+
+
+def test_a_redefined_option_keeps_its_check_on_both_paths():
+    # q-FFL redefines Averaging's weighting (default "uniform"): still a Literal, checked by dataclass_io
+    message = r"must be one of \('size', 'uniform'\), got 'equal'"
+    with pytest.raises(ValueError, match=r"^algorithm 'qffl'\.weighting " + message):
+        build_algorithm("qffl", tiny_sim(), {"weighting": "equal"})
+    with pytest.raises(ValueError, match=r"^QFFLHyper\.weighting " + message):
+        QFFLHyper(weighting="equal")
