@@ -122,8 +122,6 @@ def aaggff_decision(cum_grad: torch.Tensor, t: int, frac: float) -> torch.Tensor
 
 @register("aaggff")
 class AAggFF(FedAvg[AAggFFHyper]):
-    Hyper = AAggFFHyper
-
     def __init__(self, sim: Simulation, hp: AAggFFHyper) -> None:
         super().__init__(sim, hp)
         self.frac = sim.train.clients_per_round / sim.num_clients

@@ -97,8 +97,6 @@ def stratified_sample(rng: np.random.Generator, clusters: np.ndarray, per_cluste
 
 @register("afga")
 class AFGA(FederatedAlgorithm[AFGAHyper]):
-    Hyper = AFGAHyper
-
     def __init__(self, sim: Simulation, hp: AFGAHyper) -> None:
         super().__init__(sim, hp)
         train = sim.train

@@ -72,8 +72,6 @@ def afl_lambda_step(lam: torch.Tensor, losses: torch.Tensor, lr_lambda: float) -
 
 @register("afl")
 class AFL(FederatedAlgorithm[AFLHyper]):
-    Hyper = AFLHyper
-
     def __init__(self, sim: Simulation, hp: AFLHyper) -> None:
         super().__init__(sim, hp)
         n = sim.num_clients

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, get_args
 
 import numpy as np
 import torch
@@ -117,12 +117,31 @@ class FederatedAlgorithm(Generic[H]):
     """Base of every algorithm: the state, the round template and what the runner reads (module docstring).
 
     Generic in its hyperparameters: ``class FedDyn(FederatedAlgorithm[FedDynHyper])`` makes ``self.hp`` a
-    ``FedDynHyper``, and its ``Hyper = FedDynHyper`` is the class the registry builds them from (a ClassVar
-    cannot name the type parameter, so an algorithm states both)."""
+    ``FedDynHyper`` for the type checker and ``FedDyn.Hyper``, the class the registry builds them from,
+    ``FedDynHyper`` (:meth:`__init_subclass__`). A class generic in its own Hyper (FedAvg) or without a type
+    argument (CAFGA) names its ``Hyper`` in its body."""
 
     Hyper: ClassVar[type[hyper.Hyper]]
     personalized: ClassVar[bool] = False
     name: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """``Hyper`` from the class's own type argument (``FedAvg[FedEBAHyper]`` → ``FedEBAHyper``); one its
+        body names must be that argument."""
+        super().__init_subclass__(**kwargs)
+        named = [
+            arg
+            for base in cls.__dict__.get("__orig_bases__", ())
+            for arg in get_args(base)
+            if isinstance(arg, type) and issubclass(arg, hyper.Hyper)
+        ]
+        if "Hyper" not in cls.__dict__ and named:
+            cls.Hyper = named[0]
+        elif "Hyper" in cls.__dict__ and named and cls.__dict__["Hyper"] is not named[0]:
+            raise TypeError(
+                f"{cls.__name__}: Hyper = {cls.__dict__['Hyper'].__name__} but the class is generic in "
+                f"{named[0].__name__}; drop the Hyper line (it follows the type argument)"
+            )
 
     def __init__(self, sim: Simulation, hp: H) -> None:
         self.sim, self.hp = sim, hp

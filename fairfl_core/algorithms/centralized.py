@@ -33,8 +33,6 @@ class CentralizedHyper(Hyper):
 
 @register("centralized")
 class Centralized(FederatedAlgorithm[CentralizedHyper]):
-    Hyper = CentralizedHyper
-
     def round(self, t: int) -> RoundOutput:
         sim, engine = self.sim, self.sim.engine
         everyone = np.arange(sim.num_clients)

@@ -43,8 +43,6 @@ class ClusteredSamplingHyper(Proximal, ServerPluginHyper, Averaging):
 
 @register("clustered_sampling")
 class ClusteredSampling(FederatedAlgorithm[ClusteredSamplingHyper]):
-    Hyper = ClusteredSamplingHyper
-
     def __init__(self, sim: Simulation, hp: ClusteredSamplingHyper) -> None:
         super().__init__(sim, hp)
         self.state["rep_grads"] = torch.zeros(

@@ -62,8 +62,6 @@ def dadam_moments(
 
 @register("dadam")
 class DAdam(DSGD[DAdamHyper]):
-    Hyper = DAdamHyper
-
     def __init__(self, sim: Simulation, hp: DAdamHyper) -> None:
         super().__init__(sim, hp)
         models = self.state["models"]

@@ -45,7 +45,6 @@ class DittoHyper(FedAvgHyper):
 
 @register("ditto")
 class Ditto(FedAvg[DittoHyper]):
-    Hyper = DittoHyper
     personalized = True
 
     def __init__(self, sim: Simulation, hp: DittoHyper) -> None:

@@ -126,8 +126,6 @@ class ClientSelector:
 
 @register("divfl")
 class DivFL(FederatedAlgorithm[DivFLHyper]):
-    Hyper = DivFLHyper
-
     def __init__(self, sim: Simulation, hp: DivFLHyper) -> None:
         super().__init__(sim, hp)
         self.selector = ClientSelector(sim, hp)

@@ -107,8 +107,6 @@ def _finite(x: float) -> float | None:
 
 @register("equitable_fl")
 class EquitableFL(FederatedAlgorithm[EquitableFLHyper]):
-    Hyper = EquitableFLHyper
-
     def __init__(self, sim: Simulation, hp: EquitableFLHyper) -> None:
         super().__init__(sim, hp)
         model = sim.engine.model

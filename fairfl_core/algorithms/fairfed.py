@@ -111,8 +111,6 @@ class FairFedHyper(Proximal, ServerPluginHyper, ClientSampling):
 
 @register("fairfed")
 class FairFed(FederatedAlgorithm[FairFedHyper]):
-    Hyper = FairFedHyper
-
     def __init__(self, sim: Simulation, hp: FairFedHyper) -> None:
         super().__init__(sim, hp)
         self.state["fair_weights"] = sim.train_sizes / sim.train_sizes.sum()

@@ -30,4 +30,4 @@ class FedAvgMHyper(FedAvgHyper):
 
 @register("fedavgm")
 class FedAvgM(FedAvg[FedAvgMHyper]):
-    Hyper = FedAvgMHyper
+    """FedAvg with the server-momentum plug-in on by default (module docstring)."""

@@ -52,8 +52,6 @@ def feddyn_server_step(
 
 @register("feddyn")
 class FedDyn(FederatedAlgorithm[FedDynHyper]):
-    Hyper = FedDynHyper
-
     def __init__(self, sim: Simulation, hp: FedDynHyper) -> None:
         super().__init__(sim, hp)
         self.state["h"] = torch.zeros_like(self.w)

@@ -145,8 +145,6 @@ class EBAWeighting:
 class FedEBA(FedAvg[FedEBAHyper]):
     """FedAvg's round with the EBA weights p of the post-training losses: Δ_t = Σ_i p_i Δ_i."""
 
-    Hyper = FedEBAHyper
-
     def __init__(self, sim: Simulation, hp: FedEBAHyper) -> None:
         super().__init__(sim, hp)
         self.eba = EBAWeighting(sim, hp)

@@ -188,8 +188,6 @@ class FedEBAPlus(FedAvg[FedEBAPlusHyper]):
     """Alg. 1: the EBA weighting (``fedeba.py``) with the alignment chosen by the fair-angle test. State:
     ``extra_comms``, the count of gradient-alignment rounds (each one extra exchange, Eqs. 10–11)."""
 
-    Hyper = FedEBAPlusHyper
-
     def __init__(self, sim: Simulation, hp: FedEBAPlusHyper) -> None:
         super().__init__(sim, hp)
         self.eba = EBAWeighting(sim, hp)
@@ -242,8 +240,6 @@ class FedEBAPlus(FedAvg[FedEBAPlusHyper]):
 class PracFedEBAPlus(FedAvg[PracFedEBAPlusHyper]):
     """Alg. 3: FedAvg's local training, the EBA weighting (``fedeba.py``) and the alignment of the current
     round's updates. State: ``extra_comms``, always 0 (no extra exchange), as FedEBA+ reports it."""
-
-    Hyper = PracFedEBAPlusHyper
 
     def __init__(self, sim: Simulation, hp: PracFedEBAPlusHyper) -> None:
         super().__init__(sim, hp)

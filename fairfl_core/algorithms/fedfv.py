@@ -117,8 +117,6 @@ def rescale_to(g: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
 
 @register("fedfv")
 class FedFV(FedAvg[FedFVHyper]):
-    Hyper = FedFVHyper
-
     def __init__(self, sim: Simulation, hp: FedFVHyper) -> None:
         super().__init__(sim, hp)
         if hp.tau > 0:

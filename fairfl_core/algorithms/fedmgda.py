@@ -178,8 +178,6 @@ def min_norm_in_box(
 
 @register("fedmgda+")
 class FedMGDA(FedAvg[FedMGDAHyper]):
-    Hyper = FedMGDAHyper
-
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         """w − η_g Σ λ*_k d̂_k: the normalised updates d̂_k and their min-norm weights λ* in the box around
         ``box_centre``."""

@@ -236,25 +236,21 @@ class ServerOptimizer:
 # -- algorithms: FedAvg with a server optimiser ---------------------------------------------------------
 @register("fedadagrad")
 class FedAdagrad(FedAvg[FedAdagradHyper]):
-    Hyper = FedAdagradHyper
     server_optimizer = ServerOptimizer(adagrad_server_step, fields=("beta1", "tau"))
 
 
 @register("fedadam")
 class FedAdam(FedAvg[FedAdamHyper]):
-    Hyper = FedAdamHyper
     server_optimizer = ServerOptimizer(adam_server_step)
 
 
 @register("fedyogi")
 class FedYogi(FedAvg[FedYogiHyper]):
-    Hyper = FedYogiHyper
     server_optimizer = ServerOptimizer(yogi_server_step)
 
 
 @register("fedamsgrad")
 class FedAMSGrad(FedAvg[FedAMSGradHyper]):
-    Hyper = FedAMSGradHyper
     server_optimizer = ServerOptimizer(
         amsgrad_server_step, fields=("beta1", "beta2", "tau", "variant"), moments=("m", "v", "v_hat")
     )

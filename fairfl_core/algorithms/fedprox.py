@@ -38,7 +38,5 @@ def proximal_spec(sim: Simulation, t: int, mu: float, w: torch.Tensor) -> LocalS
 
 @register("fedprox")
 class FedProx(FedAvg[FedProxHyper]):
-    Hyper = FedProxHyper
-
     def configure(self, t: int) -> Plan:
         return Plan(select_clients(self.sim, t, self.hp), proximal_spec(self.sim, t, self.hp.mu, self.w))

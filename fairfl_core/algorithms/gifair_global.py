@@ -306,8 +306,6 @@ class GroupPenalty:
 class GIFAIRGlobal(FedAvg[GIFAIRHyper]):
     """Algorithm 2: FedAvg whose selected clients scale their gradients by the ``GroupPenalty``'s s_k."""
 
-    Hyper = GIFAIRHyper
-
     def __init__(self, sim: Simulation, hp: GIFAIRHyper) -> None:
         super().__init__(sim, hp)
         self.penalty = GroupPenalty(sim, hp)

@@ -70,8 +70,6 @@ class GIFAIRGlobalProx(FedAvg[GIFAIRProxHyper]):
     participants (``counting="round"``, their λ and range carried to the diagnostics in ``Plan.notes``) or
     GIFAIR-FL-Global's from the loss cache (``"all"``)."""
 
-    Hyper = GIFAIRProxHyper
-
     def __init__(self, sim: Simulation, hp: GIFAIRProxHyper) -> None:
         super().__init__(sim, hp)
         self.penalty = GroupPenalty(sim, hp)

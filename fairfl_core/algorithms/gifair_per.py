@@ -44,7 +44,6 @@ class GIFAIRPer(FedAvg[GIFAIRPerHyper]):
     """Algorithm 3: GIFAIR-FL-Global's round (the ``GroupPenalty``'s scales and loss cache), plus each
     client's personalised θ_k in ``state["personal"]`` ``[N, P]`` and ``state["trained"]`` ``[N]``."""
 
-    Hyper = GIFAIRPerHyper
     personalized = True
 
     def __init__(self, sim: Simulation, hp: GIFAIRPerHyper) -> None:

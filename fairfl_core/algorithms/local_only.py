@@ -32,7 +32,6 @@ class LocalOnlyHyper(Hyper):
 
 @register("local")
 class LocalOnly(FederatedAlgorithm[LocalOnlyHyper]):
-    Hyper = LocalOnlyHyper
     personalized = True
 
     def __init__(self, sim: Simulation, hp: LocalOnlyHyper) -> None:

@@ -46,8 +46,6 @@ class PowerOfChoiceHyper(Proximal, ServerPluginHyper, Averaging):
 
 @register("power_of_choice")
 class PowerOfChoice(FederatedAlgorithm[PowerOfChoiceHyper]):
-    Hyper = PowerOfChoiceHyper
-
     def __init__(self, sim: Simulation, hp: PowerOfChoiceHyper) -> None:
         super().__init__(sim, hp)
         m, n, d = sim.train.clients_per_round, sim.num_clients, self.num_candidates

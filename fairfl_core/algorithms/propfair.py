@@ -64,8 +64,6 @@ def propfair_objective(loss: torch.Tensor, M: float, eps: float, huber: bool = F
 
 @register("propfair")
 class PropFair(FedAvg[PropFairHyper]):
-    Hyper = PropFairHyper
-
     def configure(self, t: int) -> Plan:
         objective = functools.partial(propfair_objective, M=self.hp.M, eps=self.hp.eps, huber=self.hp.huber)
         return Plan(select_clients(self.sim, t, self.hp), self.sim.local_spec(t, objective=objective))

@@ -67,8 +67,6 @@ def qffl_delta_and_h(
 
 @register("qffl")
 class QFFL(FedAvg[QFFLHyper]):
-    Hyper = QFFLHyper
-
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         """w − η_g Σ p_k Δ_k / Σ p_k h_k with F_k at the received model."""
         losses = self.sim.engine.losses(self.w, uploads.clients, "train")[0]

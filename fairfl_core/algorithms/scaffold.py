@@ -74,8 +74,6 @@ class ScaffoldHyper(FedAvgHyper):
 
 @register("scaffold")
 class Scaffold(FedAvg[ScaffoldHyper]):
-    Hyper = ScaffoldHyper
-
     def __init__(self, sim: Simulation, hp: ScaffoldHyper) -> None:
         super().__init__(sim, hp)
         self.state["c"] = torch.zeros_like(self.w)

@@ -85,8 +85,6 @@ class SubTruncHyper(SelectionHyper):
 
 @register("subtrunc")
 class SubTrunc(FederatedAlgorithm[SubTruncHyper]):
-    Hyper = SubTruncHyper
-
     def __init__(self, sim: Simulation, hp: SubTruncHyper) -> None:
         super().__init__(sim, hp)
         self.selector = ClientSelector(sim, hp)

@@ -71,8 +71,6 @@ def running_tilt_weights(
 
 @register("term")
 class TERM(FedAvg[TERMHyper]):
-    Hyper = TERMHyper
-
     def __init__(self, sim: Simulation, hp: TERMHyper) -> None:
         super().__init__(sim, hp)
         if hp.normalizer == "running":

@@ -50,8 +50,6 @@ class UnionFLHyper(SelectionHyper):
 
 @register("unionfl")
 class UnionFL(FederatedAlgorithm[UnionFLHyper]):
-    Hyper = UnionFLHyper
-
     def __init__(self, sim: Simulation, hp: UnionFLHyper) -> None:
         super().__init__(sim, hp)
         self.selector = ClientSelector(sim, hp)

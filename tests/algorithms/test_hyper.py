@@ -49,3 +49,26 @@ def test_a_redefined_option_keeps_its_check_on_both_paths():
         build_algorithm("qffl", tiny_sim(), {"weighting": "equal"})
     with pytest.raises(ValueError, match=r"^QFFLHyper\.weighting " + message):
         QFFLHyper(weighting="equal")
+
+
+def test_an_algorithm_builds_the_hyper_it_is_generic_in():
+    from fairfl_core.algorithms.base import FederatedAlgorithm
+    from fairfl_core.algorithms.fedavg import FedAvg
+    from fairfl_core.algorithms.hyper import FedAvgHyper
+
+    @dataclasses.dataclass
+    class ToyHyper(FedAvgHyper):
+        gain: float = 2.0
+
+    class Toy(FedAvg[ToyHyper]):
+        pass
+
+    class Child(Toy):  # no type argument of its own: the parent's Hyper
+        pass
+
+    assert Toy.Hyper is ToyHyper and Child.Hyper is ToyHyper and FedAvg.Hyper is FedAvgHyper
+    assert ALGORITHMS["fedeba+"].Hyper.__name__ == "FedEBAPlusHyper"
+    with pytest.raises(TypeError, match="Hyper = QFFLHyper but the class is generic in ToyHyper"):
+
+        class Contradiction(FederatedAlgorithm[ToyHyper]):
+            Hyper = QFFLHyper
