@@ -269,6 +269,12 @@ class GroupPenalty:
         """``scales`` as the local step's ``grad_scale``, in ``like``'s dtype and device."""
         return self.sim.tensor(self.scales(state, clients), like.dtype)
 
+    def plan(self, t: int, state: dict[str, Any], w: torch.Tensor, hp: GIFAIRHyper) -> Plan:
+        """Round t's clients (FedAvg's sampling) and their local step with the scales s_k as its gradient
+        scale (Alg. 1)."""
+        clients = select_clients(self.sim, t, hp)
+        return Plan(clients, self.sim.local_spec(t, grad_scale=self.grad_scale(state, clients, w)))
+
     def unbiased_update(
         self, w: torch.Tensor, uploads: Uploads, num_clients: int, server_lr: float
     ) -> Update:
@@ -317,9 +323,7 @@ class GIFAIRGlobal(FedAvg[GIFAIRHyper]):
         return self.penalty.scales(self.state, clients)
 
     def configure(self, t: int) -> Plan:
-        clients = select_clients(self.sim, t, self.hp)
-        scale = self.penalty.grad_scale(self.state, clients, self.w)
-        return Plan(clients, self.sim.local_spec(t, grad_scale=scale))
+        return self.penalty.plan(t, self.state, self.w, self.hp)
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         if self.hp.unbiased:

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
-from fairfl_core.algorithms.fedavg import FedAvg, select_clients
+from fairfl_core.algorithms.fedavg import FedAvg
 from fairfl_core.algorithms.gifair_global import GIFAIRHyper, GroupPenalty
 from fairfl_core.algorithms.server_plugins import remember_rows
 from fairfl_core.sim.context import Simulation
@@ -55,9 +55,7 @@ class GIFAIRPer(FedAvg[GIFAIRPerHyper]):
         self.state["trained"] = np.zeros(sim.num_clients, dtype=bool)
 
     def configure(self, t: int) -> Plan:
-        clients = select_clients(self.sim, t, self.hp)
-        scale = self.penalty.grad_scale(self.state, clients, self.w)
-        return Plan(clients, self.sim.local_spec(t, grad_scale=scale))
+        return self.penalty.plan(t, self.state, self.w, self.hp)
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         if self.hp.unbiased:
