@@ -13,7 +13,7 @@ A run's version is ``c<CORE>.a<its algorithm's>.m<its model family's>``:
 * :data:`MODEL_FAMILIES`: a model module's layers and the engine's path for them (``mlp``, ``cnn``,
   ``resnet``, ``convmixer``, ``lstm``).
 
-A name absent from a table is at version 1. The golden runs (``tests/golden/numbers.json``, one tiny run per
+A name absent from a table is at version 1. The golden runs (``tests/golden.json``, one tiny run per
 registered algorithm and one per model family, computed in float64 under pinned kernels) hold each run's
 version beside a fingerprint of its numbers; ``tests/test_numbers_version.py`` fails when a fingerprint
 changes and names the entry to bump here, and ``python -m tests.golden --update`` then records the new numbers
@@ -28,7 +28,8 @@ CORE = 1
 ALGORITHMS: dict[str, int] = {
     # 2: gradient distances from one float64 Gram product (selection/facility_location.py), not elementwise
     "divfl": 2,
-    "subtrunc": 2,
+    # 3: a round's record drops differs_from_divfl (DivFL's greedy run again); steered_steps = 0 says the same
+    "subtrunc": 3,
     # 3: UnionFL's local step is plain local SGD (its mu, eq. 14's μ, had also set a proximal term)
     "unionfl": 3,
 }

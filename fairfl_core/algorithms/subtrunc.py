@@ -18,13 +18,12 @@ divides the distances by their mean first. Per round the server computes N gradi
 pass, N losses (``Engine.gradients_and_losses``; a separate pass where one of them is stale) and the N × N
 distances.
 
-Each round's record (diagnostics) tells whether H moved the choice (:func:`selection_trace`): G's gain gap
-between its best and second-best candidate (``g_gap_min``, ``g_gap_median`` over the greedy steps), H's
-largest spread over a step's candidates (``h_range_max``), the steps before H saturates
-(``unsaturated_steps``) and those whose pick differs from G's best (``steered_steps``), and
-``differs_from_divfl``: whether the set differs from DivFL's greedy on the same gradients and draws. All but
-the last are read from the round's own greedy run; DivFL's greedy (G alone) runs only in a round where H
-steered a pick, since otherwise it repeats that run's picks and draws.
+Each round's record (diagnostics) tells, from the round's one greedy run (:func:`selection_trace`), whether H
+moved the choice: G's gain gap between its best and second-best candidate (``g_gap_min``, ``g_gap_median``
+over the greedy steps), H's largest spread over a step's candidates (``h_range_max``), the steps before H
+saturates (``unsaturated_steps``) and those whose pick differs from G's best (``steered_steps``). A round
+with no steered step is DivFL's round on the same gradients and draws: each pick is G's best of the same
+pool, and the pools are drawn from the same stream over the same unselected clients.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ from typing import Literal
 import numpy as np
 
 from fairfl_core.algorithms.base import FederatedAlgorithm, Plan, Update, Uploads, register
-from fairfl_core.algorithms.divfl import ClientSelector, DivFLHyper, GradMode, Selection
+from fairfl_core.algorithms.divfl import ClientSelector, DivFLHyper, GradMode
 from fairfl_core.algorithms.fedavg import average_step
 from fairfl_core.algorithms.fedprox import proximal_spec
 from fairfl_core.algorithms.hyper import Weighting
@@ -92,10 +91,10 @@ class SubTrunc(FederatedAlgorithm[SubTruncHyper]):
             self.state["losses"] = self.client_losses()
 
     def configure(self, t: int) -> Plan:
-        """Round t's maximiser of W, and what the round reports about it (:meth:`selection_notes`)."""
+        """Round t's maximiser of W, with the :func:`trace_summary` of its greedy run as the round's notes."""
         objective = self.round_objective(t)
         selection = self.selector.select(t, objective)
-        notes = self.selection_notes(t, objective, selection)
+        notes = trace_summary(selection_trace(objective, selection.clients, selection.pools or None))
         return Plan(selection.clients, proximal_spec(self.sim, t, self.hp.mu, self.w), notes=notes)
 
     def choose(self, t: int) -> np.ndarray:
@@ -128,18 +127,6 @@ class SubTrunc(FederatedAlgorithm[SubTruncHyper]):
             distance_scale=hp.distance_scale,
             objective_scale=hp.objective_scale,
         )
-
-    def selection_notes(self, t: int, objective: FacilityLocation, selection: Selection) -> dict:
-        """The :func:`trace_summary` of the round's greedy run ``selection`` and whether DivFL's greedy (G
-        alone, the same draws) picks another set. Until H steers a pick the two greedies make the same picks
-        from the same pools, so DivFL's is run only after a steered step."""
-        chosen = selection.clients
-        summary = trace_summary(selection_trace(objective, chosen, selection.pools or None))
-        differs = False
-        if summary["steered_steps"]:
-            divfl = self.selector.select(t, FacilityLocation(objective.dist)).clients
-            differs = set(chosen.tolist()) != set(divfl.tolist())
-        return {**summary, "differs_from_divfl": differs}
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         """FedAvg's step, with the choice's diagnostics; with stale losses, the uploading clients report their

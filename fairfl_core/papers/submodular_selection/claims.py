@@ -124,7 +124,6 @@ def selection_agreement(runs: pd.DataFrame, reference: str) -> pd.DataFrame:
 
 IDENTICAL = "identical selections (not evidence)"
 DIAGNOSTICS = (
-    "differs_from_divfl",
     "steered_steps",
     "unsaturated_steps",
     "h_range_max",
@@ -160,14 +159,14 @@ def mark_identical_selections(claims: pd.DataFrame, runs: pd.DataFrame) -> pd.Da
 
 def selection_diagnostics(runs: pd.DataFrame) -> pd.DataFrame:
     """Per SubTrunc run (one row per method and seed), its rounds' selection diagnostics
-    (``algorithms/subtrunc.py``): the % of rounds whose set differs from DivFL's greedy on the same gradients
-    and draws, the mean number of greedy steps per round where H changed G's pick and where H was not yet
-    saturated, the mean of H's largest spread, and the median over rounds of G's smallest and median
-    best-vs-second gap."""
+    (``algorithms/subtrunc.py``): the % of rounds where H changed a pick of G's (``steered_%``; the others
+    are DivFL's rounds on the same gradients and draws), the mean number of greedy steps per round where H
+    changed G's pick and where H was not yet saturated, the mean of H's largest spread, and the median over
+    rounds of G's smallest and median best-vs-second gap."""
     rows = []
     for method, seed, path in zip(runs["method"], runs["seed"], runs["path"], strict=True):
         records = [r["diagnostics"] for r in RunStore(path).records("rounds")]
-        records = [d for d in records if "differs_from_divfl" in d]
+        records = [d for d in records if "steered_steps" in d]
         if not records:
             continue
         frame = pd.DataFrame(records, columns=list(DIAGNOSTICS)).astype(float)
@@ -176,7 +175,7 @@ def selection_diagnostics(runs: pd.DataFrame) -> pd.DataFrame:
                 "method": method,
                 "seed": seed,
                 "rounds": len(frame),
-                "differs_from_divfl_%": 100 * frame["differs_from_divfl"].mean(),
+                "steered_%": 100 * (frame["steered_steps"] > 0).mean(),
                 "steered_steps": frame["steered_steps"].mean(),
                 "unsaturated_steps": frame["unsaturated_steps"].mean(),
                 "h_range_max": frame["h_range_max"].mean(),
@@ -200,13 +199,13 @@ def _seed_sample(runs: pd.DataFrame, label: str, metric: str) -> Sample:
 
 def lambda_sweep(experiment: Experiment, runs: pd.DataFrame) -> pd.DataFrame:
     """Table II per reading of G's scale: for each λ run, the mean (over seeds) client dissimilarity and
-    accuracy and the % of rounds whose set differs from DivFL's; then per reading the trend from the
-    smallest to the largest λ (``std`` at the largest minus at the smallest; ``falls``: the class of
-    "dissimilarity at the largest λ < at the smallest" on the per-seed values, ``report.claims.seed_outcome``,
-    paired where the seeds' runs are, or :data:`IDENTICAL` where the two picked the same clients in every
-    round; ``test``: which test and why)."""
+    accuracy and the % of rounds where H changed a pick of DivFL's greedy (``steered_%``); then per reading
+    the trend from the smallest to the largest λ (``std`` at the largest minus at the smallest; ``falls``:
+    the class of "dissimilarity at the largest λ < at the smallest" on the per-seed values,
+    ``report.claims.seed_outcome``, paired where the seeds' runs are, or :data:`IDENTICAL` where the two
+    picked the same clients in every round; ``test``: which test and why)."""
     methods = {m.label: m for m in experiment.method_list()}
-    diag = selection_diagnostics(runs).groupby("method")["differs_from_divfl_%"].mean()
+    diag = selection_diagnostics(runs).groupby("method")["steered_%"].mean()
     rows = []
     for label, part in runs.groupby("method", sort=False):
         m = methods[label]
@@ -220,7 +219,7 @@ def lambda_sweep(experiment: Experiment, runs: pd.DataFrame) -> pd.DataFrame:
                 "std": std.mean(),
                 "std_sd": std.std(),
                 "global_acc": pd.to_numeric(part["global_acc"], errors="coerce").mean(),
-                "differs_from_divfl_%": diag.get(label, float("nan")),
+                "steered_%": diag.get(label, float("nan")),
             }
         )
     table = pd.DataFrame(rows).sort_values(["reading", "lam"], kind="stable").reset_index(drop=True)
@@ -336,16 +335,16 @@ def _relabel(label: str, reading: str) -> str:
 
 
 def is_divfl(runs: pd.DataFrame, label: str) -> bool:
-    """Whether ``label``'s runs are DivFL's: every round of each run recorded ``differs_from_divfl`` and none
-    set it, i.e. SubTrunc picked the set DivFL's greedy picks on the same gradients and draws in every round
-    (``algorithms/subtrunc.py``; λ = 0 is DivFL), so each run is DivFL's run of its seed. False where
-    ``runs`` has no run directories."""
+    """Whether ``label``'s runs are DivFL's: every round of each run recorded ``steered_steps`` and it was 0,
+    i.e. each greedy step picked G's best of the same pool, so SubTrunc picked DivFL's clients on the same
+    gradients and draws in every round (``algorithms/subtrunc.py``; λ = 0 is DivFL) and each run is DivFL's
+    run of its seed. False where ``runs`` has no run directories."""
     if "path" not in runs:
         return False
     paths = runs.loc[runs["method"] == label, "path"]
     for path in paths:
-        flags = [r.get("diagnostics", {}).get("differs_from_divfl") for r in RunStore(path).records("rounds")]
-        if not flags or any(f is None or f for f in flags):
+        steered = [r.get("diagnostics", {}).get("steered_steps") for r in RunStore(path).records("rounds")]
+        if not steered or any(s is None or s for s in steered):
             return False
     return len(paths) > 0
 
@@ -443,7 +442,7 @@ def _table1_again(claim: Claim, table1: str, smallest: str) -> Claim:
         source=(
             f'{OBSERVATION}: the same evidence as Table I\'s row "{table1}", which decides this sentence '
             f"too: the {smallest} runs picked DivFL's clients in every round of every seed "
-            f"(differs_from_divfl never set), so they are DivFL's runs, and the largest λ's are Table I's "
+            f"(H steered no greedy step), so they are DivFL's runs, and the largest λ's are Table I's "
             f"SubTrunc runs. The paper's claim: {claim.source}"
         ),
     )

@@ -292,7 +292,7 @@ def test_the_lambda_sweep_decides_each_readings_trend_on_paired_seeds(tmp_path):
     }
     picks = {(label, seed): [[0], [lam == 0.95]] for (lam, _), label in labels.items() for seed in (0, 1, 2)}
     diag = {
-        label: {"differs_from_divfl": lam == 0.95 and r == "averaged"} for (lam, r), label in labels.items()
+        label: {"steered_steps": 2 * (lam == 0.95 and r == "averaged")} for (lam, r), label in labels.items()
     }
     runs = _selection_runs(tmp_path / "runs", picks, diag)
     std = {  # seeds 0, 1, 2: the seeds spread the values far more than λ moves them
@@ -304,8 +304,8 @@ def test_the_lambda_sweep_decides_each_readings_trend_on_paired_seeds(tmp_path):
     runs["std"] = [std[m][s] for m, s in zip(runs["method"], runs["seed"], strict=True)]
     runs["global_acc"] = 80.0
     sweep = R.lambda_sweep(experiment, runs).set_index("method")
-    assert sweep.loc[labels[(0.95, "averaged")], "differs_from_divfl_%"] == 100.0
-    assert sweep.loc[labels[(0.95, "literal")], "differs_from_divfl_%"] == 0.0
+    assert sweep.loc[labels[(0.95, "averaged")], "steered_%"] == 100.0
+    assert sweep.loc[labels[(0.95, "literal")], "steered_%"] == 0.0
     by_reading = sweep.drop_duplicates("reading").set_index("reading")
     assert by_reading.loc["averaged", "std_change"] == pytest.approx(13.5 - 14 - 1 / 3)  # 13.17 − 14
     # paired: per-seed d mean −0.833, sd 0.289, SE 0.167, t(2) = −5.0, p = 0.038 < 0.05: it falls; the
@@ -469,12 +469,12 @@ def test_a_cifar_column_on_the_stand_in_keeps_the_papers_claims_decided_paired(t
 
 def _table2(tmp_path, name, lambda_001_is_divfl=True):
     """Table II's λ = 0.01 and 0.95 runs (averaged G) on MNIST: λ = 0.01 with DivFL's picks and values,
-    recording ``differs_from_divfl`` False in every round unless ``lambda_001_is_divfl`` is False (then True
-    in its last round); λ = 0.95 with Table I's SubTrunc values (:func:`_table1`)."""
+    recording no steered greedy step in any round unless ``lambda_001_is_divfl`` is False (then one in its
+    last round); λ = 0.95 with Table I's SubTrunc values (:func:`_table1`)."""
     small, large = "SubTrunc (λ=0.01, averaged G)", "SubTrunc (λ=0.95, averaged G)"
     flags = {
-        small: [{"differs_from_divfl": False}, {"differs_from_divfl": not lambda_001_is_divfl}],
-        large: [{"differs_from_divfl": True}, {"differs_from_divfl": False}],
+        small: [{"steered_steps": 0}, {"steered_steps": int(not lambda_001_is_divfl)}],
+        large: [{"steered_steps": 3}, {"steered_steps": 0}],
     }
     picks = {(small, s): [[1, 2], [3, 4]] for s in (0, 1, 2)} | {
         (large, s): [[1, 5], [3, 4]] for s in (0, 1, 2)
