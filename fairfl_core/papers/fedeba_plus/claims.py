@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -275,56 +276,89 @@ def table1_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
     latter left out on a stand-in, whose numbers are not the paper dataset's)."""
     column = paper_dataset(experiment)
     row = paper_rows(get_experiment("fedeba_table1_fmnist"))  # paper row → label (both columns)
-    ours, prac = row["FedEBA+"], row["Prac-FedEBA+"]
-    # the paper's other baselines that we run; "Ditto (λ=0.5)" reports its global model: FedAvg's numbers
-    baselines = {
-        r: label for r, label in row.items() if r not in ("FedAvg", "FedEBA+", "Prac-FedEBA+", "Ditto")
-    }
     printed = load_paper_results("fedeba_plus").query("table == 'Table 1' and dataset == @column")
-    value = printed.set_index(["method", "metric"])["value"]
-    spread = printed.set_index(["method", "metric"])["std"]
-    name = f"FedEBA+ ({UPDATE})"
-    steps = step_note(experiment, ours, "FedAvg")
+    t = _Table1(
+        experiment,
+        column,
+        row,
+        # the paper's other baselines that we run; "Ditto (λ=0.5)" reports its global model: FedAvg's numbers
+        {r: label for r, label in row.items() if r not in ("FedAvg", "FedEBA+", "Prac-FedEBA+", "Ditto")},
+        printed.set_index(["method", "metric"])["value"],
+        printed.set_index(["method", "metric"])["std"],
+    )
+    claims = _table1_against_fedavg(t) + _table1_against_baselines(t) + _table1_convergence_and_trade_off(t)
+    claims += _table1_observations(t)
+    if on_stand_in(runs):  # a stand-in's numbers are not the paper dataset's: no check against its values
+        return claims
+    return claims + _table1_against_printed(t)
 
-    def change(metric: str) -> str:
-        before, after = value["FedAvg", metric], value["FedEBA+", metric]
-        return f"Table 1, {column}: FedAvg {before:.2f} → FedEBA+ {after:.2f}"
 
+class _Table1(NamedTuple):
+    """What Table 1's claims read: the experiment, its paper column, the paper rows' labels, the baseline
+    rows (paper row → label) and the printed means and seed stds by (method, metric)."""
+
+    experiment: Experiment
+    column: str
+    row: dict[str, str]
+    baselines: dict[str, str]
+    value: pd.Series
+    spread: pd.Series
+
+    @property
+    def ours(self) -> str:
+        return self.row["FedEBA+"]
+
+    @property
+    def name(self) -> str:
+        return f"FedEBA+ ({UPDATE})"
+
+    def change(self, metric: str) -> str:
+        before, after = self.value["FedAvg", metric], self.value["FedEBA+", metric]
+        return f"Table 1, {self.column}: FedAvg {before:.2f} → FedEBA+ {after:.2f}"
+
+
+def _table1_against_fedavg(t: _Table1) -> list[Claim]:
+    """§6's flagship and the abstract (lower variance, higher accuracy than FedAvg) and App. M.3 (worst 5 %
+    up, best 5 % kept within FedAvg's printed seed std)."""
+    name, ours, steps = t.name, t.ours, step_note(t.experiment, t.ours, "FedAvg")
     flagship = f"{ABSTRACT}; {FLAGSHIP}"
-    claims = [
+    margin = float(t.spread["FedAvg", "best5"])
+    return [
         Claim(
             f"{name} has a lower client-accuracy variance than FedAvg{steps}",
-            "var", ours, "<", "FedAvg", source=f"{flagship} ({change('var')})", primary=True,
+            "var", ours, "<", "FedAvg", source=f"{flagship} ({t.change('var')})", primary=True,
         ),
         Claim(
             f"{name} has a higher global accuracy than FedAvg{steps}",
-            "global_acc", ours, ">", "FedAvg", source=f"{flagship} ({change('global_acc')})", primary=True,
+            "global_acc", ours, ">", "FedAvg", source=f"{flagship} ({t.change('global_acc')})", primary=True,
         ),
         Claim(
             f"{name} raises the worst-5% accuracy over FedAvg{steps}", "worst5", ours, ">", "FedAvg",
-            source=f"{WORST_BEST[column]} ({change('worst5')})",
+            source=f"{WORST_BEST[t.column]} ({t.change('worst5')})",
         ),
-    ]  # fmt: skip
-    margin = float(spread["FedAvg", "best5"])
-    claims.append(
         Claim(
             f"{name} loses no more than {margin:g} points of FedAvg's best-5% accuracy ('almost no loss', "
             f"'guaranteeing'){steps}",
             "best5", ours, ">=", "FedAvg", tolerance=margin,
-            tolerance_source=f"Table 1's printed seed std of FedAvg's best 5 % on {column} "
-            f"({value['FedAvg', 'best5']:.2f} ± {margin:.2f})",
-            source=f"{WORST_BEST[column]} ({change('best5')})",
-        )
-    )  # fmt: skip
-    # §6's sizes against the best baseline: the lowest printed variance (FashionMNIST: q-FFL; CIFAR-10:
-    # PropFair, lp-proj is not implemented), the highest printed accuracy (CIFAR-10: q-FFL); each also the
-    # contribution's comparison with that baseline (one claim for the one comparison)
-    fairest = min(baselines, key=lambda r: value[r, "var"])
-    best = max(baselines, key=lambda r: value[r, "global_acc"])
-    for r, b in baselines.items():
-        note = step_note(experiment, ours, b)
+            tolerance_source=f"Table 1's printed seed std of FedAvg's best 5 % on {t.column} "
+            f"({t.value['FedAvg', 'best5']:.2f} ± {margin:.2f})",
+            source=f"{WORST_BEST[t.column]} ({t.change('best5')})",
+        ),
+    ]  # fmt: skip
+
+
+def _table1_against_baselines(t: _Table1) -> list[Claim]:
+    """§1's contribution against every baseline row, with §6's sizes against the best baseline: the lowest
+    printed variance (FashionMNIST: q-FFL; CIFAR-10: PropFair, lp-proj is not implemented) and the highest
+    printed accuracy (CIFAR-10: q-FFL); each also the contribution's comparison with that baseline (one
+    claim for the one comparison)."""
+    name, ours, value, claims = t.name, t.ours, t.value, []
+    fairest = min(t.baselines, key=lambda r: value[r, "var"])
+    best = max(t.baselines, key=lambda r: value[r, "global_acc"])
+    for r, b in t.baselines.items():
+        note = step_note(t.experiment, ours, b)
         if r == fairest:
-            k = VARIANCE_TIMES[column]
+            k = VARIANCE_TIMES[t.column]
             printed_times = (value["FedAvg", "var"] - value["FedEBA+", "var"]) / (
                 value["FedAvg", "var"] - value[r, "var"]
             )
@@ -338,9 +372,9 @@ def table1_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
                 )
             )  # fmt: skip
         else:
-            claims += better(experiment, name, ours, b, SURPASSES, ("var",), primary=True)
-        if r == best and column in ACCURACY_POINTS:
-            points = ACCURACY_POINTS[column]
+            claims += better(t.experiment, name, ours, b, SURPASSES, ("var",), primary=True)
+        if r == best and t.column in ACCURACY_POINTS:
+            points = ACCURACY_POINTS[t.column]
             gap = value["FedEBA+", "global_acc"] - value[r, "global_acc"]
             claims.append(
                 Claim(
@@ -351,51 +385,67 @@ def table1_claims(experiment: Experiment, runs: pd.DataFrame) -> list[Claim]:
                 )
             )  # fmt: skip
         else:
-            claims += better(experiment, name, ours, b, SURPASSES, ("global_acc",), primary=True)
-    claims += [
+            claims += better(t.experiment, name, ours, b, SURPASSES, ("global_acc",), primary=True)
+    return claims
+
+
+def _table1_convergence_and_trade_off(t: _Table1) -> list[Claim]:
+    """Fig. 3(b) (FedEBA+ converges faster than FedAvg and every baseline, on ``acc_area``), Prac-FedEBA+
+    against the same rows, and the trade-off: the baselines the paper prints below FedAvg's accuracy."""
+    others = ("FedAvg", *t.baselines.values())
+    prac = t.row["Prac-FedEBA+"]
+    claims = [
         Claim(
-            f"Fig. 3(b): {name} converges faster (higher mean global accuracy over the rounds) than {b}"
-            f"{step_note(experiment, ours, b)}",
-            "acc_area", ours, ">", b, source=CONVERGES,
+            f"Fig. 3(b): {t.name} converges faster (higher mean global accuracy over the rounds) than {b}"
+            f"{step_note(t.experiment, t.ours, b)}",
+            "acc_area", t.ours, ">", b, source=CONVERGES,
         )
-        for b in ("FedAvg", *baselines.values())
+        for b in others
     ]  # fmt: skip
-    for b in ("FedAvg", *baselines.values()):
-        claims += better(experiment, prac, prac, b, PRAC)
-    claims += [
+    for b in others:
+        claims += better(t.experiment, prac, prac, b, PRAC)
+    return claims + [
         Claim(
             f"{b} has a lower global accuracy than FedAvg (the trade-off's 'lower global accuracy', which "
-            f"the paper's {column} column prints for it)",
+            f"the paper's {t.column} column prints for it)",
             "global_acc", b, "<", "FedAvg", source=TRADE_OFF,
         )
-        for r, b in baselines.items()
-        if value[r, "global_acc"] < value["FedAvg", "global_acc"]
+        for r, b in t.baselines.items()
+        if t.value[r, "global_acc"] < t.value["FedAvg", "global_acc"]
     ]  # fmt: skip
-    # the package's observations: FedEBA+ against the rows the paper does not print in Table 1 (controls,
-    # literal units, extra settings) and against Prac-FedEBA+, its own variant
-    named = {ours, "FedAvg", prac, row["Ditto"], *baselines.values()}
+
+
+def _table1_observations(t: _Table1) -> list[Claim]:
+    """The package's observations: FedEBA+ against the rows the paper does not print in Table 1 (controls,
+    literal units, extra settings) and against Prac-FedEBA+, its own variant."""
+    prac = t.row["Prac-FedEBA+"]
+    named = {t.ours, "FedAvg", prac, t.row["Ditto"], *t.baselines.values()}
     why = {
         FEDAVG_MATCHED.label: "the matched-step control of §6's claim (FedAvg at FedEBA+'s local step)",
         FEDEBA_MATCHED.label: "a matched-step control (EBA alone at FedEBA+'s local step)",
         prac: "Prac-FedEBA+ is the paper's own variant, not a baseline",
     }
-    for m in experiment.method_list():
+    claims = []
+    for m in t.experiment.method_list():
         if m.label in named and m.label != prac:
             continue
         reason = why.get(m.label, "a row the paper does not print in Table 1 (docs/readings.md)")
-        claims += better(experiment, name, ours, m.label, f"{OBSERVATION}: {reason}")
-    if on_stand_in(runs):  # a stand-in's numbers are not the paper dataset's: no check against its values
-        return claims
+        claims += better(t.experiment, t.name, t.ours, m.label, f"{OBSERVATION}: {reason}")
+    return claims
+
+
+def _table1_against_printed(t: _Table1) -> list[Claim]:
+    """Observations: FedEBA+'s accuracy and variance against the paper's printed Table 1 values."""
+    value, spread = t.value, t.spread
     return [
-        *claims,
         Claim(
-            f"{name} reaches the paper's global accuracy (within 1 point)",
-            "global_acc", ours, "≈", PAPER, tolerance=1.0,
+            f"{t.name} reaches the paper's global accuracy (within 1 point)",
+            "global_acc", t.ours, "≈", PAPER, tolerance=1.0,
             source=f"{OBSERVATION}: a check against the paper's printed Table 1 value, not the paper's claim",
         ),
         Claim(
-            f"{name}'s variance matches the paper's (within 2 paper std)",
-            "var", ours, "≈", PAPER, tolerance=round(2 * float(spread["FedEBA+", "var"]), 2),
+            f"{t.name}'s variance matches the paper's (within 2 paper std)",
+            "var", t.ours, "≈", PAPER, tolerance=round(2 * float(spread["FedEBA+", "var"]), 2),
             source=f"{OBSERVATION}: a check against the paper's printed Table 1 value "
             f"({value['FedEBA+', 'var']:.2f} ± {spread['FedEBA+', 'var']:.2f}), not a claim of the paper",
         ),

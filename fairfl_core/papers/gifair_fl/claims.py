@@ -322,9 +322,15 @@ def _individual_claims(experiment: Experiment) -> list[Claim]:
     each comparison once; Ditto's mean accuracy against FedAvg's and each fair baseline's √Var(a) against
     FedAvg's, which only the paper's tables show, as observations."""
     m = method_labels(experiment)
-    fed, glob, per, ditto = m["FedAvg"], m["GIFAIR-FL-Global"], m["GIFAIR-FL-Per"], m["Ditto"]
     fair = [m[b] for b in FAIR_GLOBAL_BASELINES if b in m]  # the paper's "fair FL benchmark models"
     note = _steps_note(experiment)
+    return _individual_primary(m, fair, note) + _individual_secondary(m, fair, note)
+
+
+def _individual_primary(m: dict[str, str], fair: list[str], note: dict[str, str]) -> list[Claim]:
+    """C1–C4, the abstract's and §5.3's comparisons of GIFAIR-FL with FedAvg, the fair baselines ``fair``
+    and Ditto (``m``: paper row → label; ``note``: a baseline's confound, :func:`_steps_note`)."""
+    fed, glob, per, ditto = m["FedAvg"], m["GIFAIR-FL-Global"], m["GIFAIR-FL-Per"], m["Ditto"]
     return [
         Claim(
             "C1 GIFAIR-FL-Global's √Var(a) is below FedAvg's",
@@ -394,6 +400,14 @@ def _individual_claims(experiment: Experiment) -> list[Claim]:
             source=S_ABSTRACT,
             primary=True,
         ),
+    ]
+
+
+def _individual_secondary(m: dict[str, str], fair: list[str], note: dict[str, str]) -> list[Claim]:
+    """C5 (GIFAIR-FL-Per against -Global, §5.3) and the observations read from the paper's tables: Ditto's
+    accuracy and each fair baseline's √Var(a) against FedAvg's."""
+    fed, glob, per, ditto = m["FedAvg"], m["GIFAIR-FL-Global"], m["GIFAIR-FL-Per"], m["Ditto"]
+    return [
         Claim(
             "C5 GIFAIR-FL-Per's mean accuracy is above GIFAIR-FL-Global's (Per trains as Global does and "
             "evaluates each client's last local model)",
@@ -803,8 +817,6 @@ def lambda_checks(runs: pd.DataFrame, labels: tuple[str, ...], figure: str) -> p
     λ of one seed does), else Welch's t. Each row carries the runs' share of the paper's rounds, model and
     data (:func:`_sweep_scale`) and its ``evidence`` (a key of the per-seed values compared). On a stand-in a
     claim is decided on direction only (its ``data`` says so)."""
-    from scipy.stats import spearmanr
-
     trend_source, plateau_source = LAMBDA_SOURCES[figure]
     names = {f"group_acc_{g}": label for g, label in enumerate(labels)}
     data = seed_mean_discrepancy(runs, len(labels))
@@ -814,49 +826,73 @@ def lambda_checks(runs: pd.DataFrame, labels: tuple[str, ...], figure: str) -> p
     start = data.loc[data[LAM] == first, list(names)].mean()
     worst, best = str(start.idxmin()), str(start.idxmax())
     scale = _sweep_scale(runs, figure)
-    stand_in = scale["data"] != "real"
+    rows = [
+        _spearman_row(data, lams, scale, trend_source),
+        _lambda_compare(
+            data, scale, f"C11 discrepancy at λ={last:g}λmax below λ=0", "group_gap", "<", last, first,
+            f"{OBSERVATION}: a second reading of C11's sentence (its end points); C11's verdict is the "
+            "trend's",
+        ),
+        _lambda_compare(
+            data, scale, f"C12 best group ({names[best]}) drops from λ={middle:g} to {last:g}λmax", best, "<",
+            last, middle, plateau_source,
+        ),
+        _lambda_compare(
+            data, scale,
+            f"C12 worst group ({names[worst]}) plateaus from λ={middle:g} to {last:g}λmax (within 1 point)",
+            worst, "≈", last, middle, plateau_source, 1.0,
+        ),
+    ]  # fmt: skip
+    return pd.DataFrame(rows)[list(LAMBDA_COLUMNS)]
 
-    def sample(lam: float, metric: str) -> Sample:
-        rows = data[(data[LAM] == lam) & data[metric].notna()]
-        seeds = rows["seed"].astype(int)
-        keys = rows["pairing"] if "pairing" in rows else pd.Series(dtype=object)
-        return Sample.of(
-            dict(zip(seeds, rows[metric].astype(float), strict=True)),
-            {s: str(k) for s, k in zip(seeds, keys, strict=False) if isinstance(k, str)},
-        )
 
-    def row(text: str, metric: str, source: str, **cells: object) -> dict[str, object]:
-        kind = "observation" if source.startswith(OBSERVATION) else "paper"
-        base = {"kind": kind, "primary": False, "claim": text, "metric": metric, "paper_effect": math.nan}
-        base |= {"size_source": STAND_IN_EFFECT if stand_in else "", "result": cells.pop("result")}
-        return base | cells | {"stand_in_result": "", **scale, "source": source}
+def _lambda_sample(data: pd.DataFrame, lam: float, metric: str) -> Sample:
+    """``metric``'s per-seed values at ``lam`` in a sweep's seed means, with the runs' pairing keys."""
+    rows = data[(data[LAM] == lam) & data[metric].notna()]
+    seeds = rows["seed"].astype(int)
+    keys = rows["pairing"] if "pairing" in rows else pd.Series(dtype=object)
+    return Sample.of(
+        dict(zip(seeds, rows[metric].astype(float), strict=True)),
+        {s: str(k) for s, k in zip(seeds, keys, strict=False) if isinstance(k, str)},
+    )
 
-    def compare(
-        text: str, metric: str, op: str, lam: float, than: float, source: str, margin: float = 0.0
-    ) -> dict[str, object]:
-        a, b = sample(lam, metric), sample(than, metric)
-        o = seed_outcome(op, a, b, margin)
-        return row(
-            text,
-            metric,
-            source,
-            value=a.mean,
-            seeds=a.n,
-            reference=b.mean,
-            reference_seeds=b.n,
-            op=op + (f" (±{margin:g}: {FLAT})" if op == "≈" else ""),
-            difference=o.difference,
-            se=o.se,
-            df=o.df,
-            interval_low=o.low,
-            interval_high=o.high,
-            test=o.test,
-            p=o.p,
-            p_size=o.p_size,
-            result=o.result,
-            seeds_to_decide=o.seeds_to_decide,
-            evidence=evidence_key(metric, a, b),
-        )
+
+def _lambda_row(scale: dict[str, object], text: str, metric: str, source: str, **cells: object) -> dict:
+    """One row of :data:`LAMBDA_COLUMNS`: the claim, its ``cells`` and the sweep's ``scale``; an observation
+    where ``source`` says so, and no paper size (the figures print none)."""
+    kind = "observation" if source.startswith(OBSERVATION) else "paper"
+    base = {"kind": kind, "primary": False, "claim": text, "metric": metric, "paper_effect": math.nan}
+    base |= {"size_source": STAND_IN_EFFECT if scale["data"] != "real" else "", "result": cells.pop("result")}
+    return base | cells | {"stand_in_result": "", **scale, "source": source}
+
+
+def _lambda_compare(
+    data: pd.DataFrame,
+    scale: dict[str, object],
+    text: str,
+    metric: str,
+    op: str,
+    lam: float,
+    than: float,
+    source: str,
+    margin: float = 0.0,
+) -> dict:
+    """The row of "``metric`` at ``lam`` ``op`` at ``than``" on the per-seed values (paired where the seeds'
+    runs are, ``report.claims.seed_outcome``; ``≈``: within ``margin``)."""
+    a, b = _lambda_sample(data, lam, metric), _lambda_sample(data, than, metric)
+    o = seed_outcome(op, a, b, margin)
+    return _lambda_row(
+        scale, text, metric, source, value=a.mean, seeds=a.n, reference=b.mean, reference_seeds=b.n,
+        op=op + (f" (±{margin:g}: {FLAT})" if op == "≈" else ""), difference=o.difference, se=o.se, df=o.df,
+        interval_low=o.low, interval_high=o.high, test=o.test, p=o.p, p_size=o.p_size, result=o.result,
+        seeds_to_decide=o.seeds_to_decide, evidence=evidence_key(metric, a, b),
+    )  # fmt: skip
+
+
+def _spearman_row(data: pd.DataFrame, lams: np.ndarray, scale: dict[str, object], source: str) -> dict:
+    """C11's row: Spearman's ρ over every run's (λ, discrepancy) against ρ = 0, classed as a claim ρ < 0;
+    not decided when a λ has fewer than ``MIN_SEEDS`` seeds."""
+    from scipy.stats import spearmanr
 
     trend = data[[LAM, "seed", "group_gap"]].dropna().sort_values([LAM, "seed"])
     seeds = int(trend.groupby(LAM).size().min()) if len(trend) else 0
@@ -871,58 +907,14 @@ def lambda_checks(runs: pd.DataFrame, labels: tuple[str, ...], figure: str) -> p
         else:
             result = stats.classify("<", rho, None, p, math.nan)
     over = Sample.of(dict(enumerate(trend["group_gap"].astype(float))))
-    rows = [
-        row(
-            "C11 discrepancy decreases with λ (Spearman ρ < 0)",
-            "group_gap",
-            trend_source,
-            value=rho,
-            seeds=seeds,
-            reference=math.nan,
-            reference_seeds=math.nan,
-            op="<",
-            difference=rho,
-            se=math.nan,
-            df=math.nan,
-            interval_low=math.nan,
-            interval_high=math.nan,
-            test=test,
-            p=p,
-            p_size=math.nan,
-            result=result,
-            seeds_to_decide=None,
-            evidence=evidence_key(
-                f"Spearman ρ(λ, group_gap) at λ = {', '.join(f'{x:g}' for x in lams)}", over, None
-            ),
-        ),
-        compare(
-            f"C11 discrepancy at λ={last:g}λmax below λ=0",
-            "group_gap",
-            "<",
-            last,
-            first,
-            f"{OBSERVATION}: a second reading of C11's sentence (its end points); C11's verdict is the "
-            "trend's",
-        ),
-        compare(
-            f"C12 best group ({names[best]}) drops from λ={middle:g} to {last:g}λmax",
-            best,
-            "<",
-            last,
-            middle,
-            plateau_source,
-        ),
-        compare(
-            f"C12 worst group ({names[worst]}) plateaus from λ={middle:g} to {last:g}λmax (within 1 point)",
-            worst,
-            "≈",
-            last,
-            middle,
-            plateau_source,
-            1.0,
-        ),
-    ]
-    return pd.DataFrame(rows)[list(LAMBDA_COLUMNS)]
+    at = ", ".join(f"{x:g}" for x in lams)
+    evidence = evidence_key(f"Spearman ρ(λ, group_gap) at λ = {at}", over, None)
+    return _lambda_row(
+        scale, "C11 discrepancy decreases with λ (Spearman ρ < 0)", "group_gap", source, value=rho,
+        seeds=seeds, reference=math.nan, reference_seeds=math.nan, op="<", difference=rho, se=math.nan,
+        df=math.nan, interval_low=math.nan, interval_high=math.nan, test=test, p=p, p_size=math.nan,
+        result=result, seeds_to_decide=None, evidence=evidence,
+    )  # fmt: skip
 
 
 def plot_lambda_sweep(runs: pd.DataFrame, labels: tuple[str, ...]) -> Figure:
