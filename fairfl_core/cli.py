@@ -167,7 +167,12 @@ def cmd_archive(args) -> int:
 
 def cmd_campaign(args) -> int:
     import fairfl_core.papers  # noqa: F401  (registers the catalogue)
-    from fairfl_core.experiments.campaign import campaign_configs, experiments_of, run_campaign
+    from fairfl_core.experiments.campaign import (
+        campaign_configs,
+        campaign_pages,
+        experiments_of,
+        run_campaign,
+    )
 
     results = args.results or f"results/{args.profile}"
     print(f"campaign: {', '.join(experiments_of(args.pages))}", flush=True)
@@ -179,6 +184,7 @@ def cmd_campaign(args) -> int:
         chunk=args.chunk,
         root=args.root,
         device=args.device,
+        pages=campaign_pages(args.pages, args.profile),
         say=lambda line: print(line, flush=True),
     )
     return 0
@@ -247,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_sweep)
     p = sub.add_parser(
         "campaign",
-        help="compute every missing run of some pages at a profile, cheapest first, packing archive chunks",
+        help="compute every missing run of some pages at a profile, packing archive chunks: the page with "
+        "the least compute left first, each page's runs cheapest first",
     )
     p.add_argument("profile", choices=["smoke", "quick", "paper"])
     p.add_argument(

@@ -6,11 +6,14 @@ resuming anywhere, its finished runs packed into archive chunks that never chang
 :func:`campaign_configs` lists the runs of the named pages (:data:`PAGES`, or experiment names) at the
 profile, each distinct config once; :func:`plan` keeps those neither finished in the results directory nor
 held by an archive of the profile (``published/<profile>/runs/**.tar.xz``), cheapest first by
-:func:`cost_units`. :func:`run_campaign` runs them
+:func:`cost_units`, and :func:`page_order` finishes one page at a time, the page with the least compute left
+first (:func:`campaign_pages`), so that each page can be published as soon as its own runs are done.
+:func:`run_campaign` runs them
 (inline with one torch thread when ``workers`` is 1, else a pool of ``workers`` single-threaded processes),
 prints a line per finished run with the runs done and left and the hours left at the rate measured so far,
 and every ``chunk`` finished runs (and at its start and end) packs the finished runs no archive holds into a
-new chunk ``published/<profile>/runs/chunks/<nnnn>.tar.xz``. A chunk is written once and never rewritten, so
+new chunk ``published/<profile>/runs/chunks/<nnnn>.tar.xz``; when a page's last run finishes it packs a chunk
+and says the page can be published. A chunk is written once and never rewritten, so
 a commit of new chunks adds only new runs. A run interrupted with the machine resumes from its checkpoint if
 the work tree survived (:mod:`~fairfl_core.experiments.runner`), and is recomputed otherwise.
 """
@@ -20,7 +23,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing as mp
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,9 +42,11 @@ __all__ = [
     "Campaign",
     "archived_hashes",
     "campaign_configs",
+    "campaign_pages",
     "cost_units",
     "experiments_of",
     "pack_chunk",
+    "page_order",
     "plan",
     "run_campaign",
 ]
@@ -120,6 +125,11 @@ def campaign_configs(names: Sequence[str], profile: str) -> list[ExperimentConfi
     return list(configs.values())
 
 
+def campaign_pages(names: Sequence[str], profile: str) -> dict[str, list[ExperimentConfig]]:
+    """Each of ``names`` (a page or an experiment) → its distinct runs at ``profile``."""
+    return {name: campaign_configs([name], profile) for name in dict.fromkeys(names)}
+
+
 def plan(
     configs: Iterable[ExperimentConfig], profile: str, results_dir: str | Path, root: str | Path = "published"
 ) -> list[ExperimentConfig]:
@@ -145,6 +155,22 @@ def pack_chunk(
     packed = archive.pack(name, profile, new, results_dir, root)
     assert packed is not None  # every one of ``new`` is finished
     return packed[0], packed[1]
+
+
+def page_order(
+    pages: Mapping[str, Sequence[ExperimentConfig]], todo: Sequence[ExperimentConfig]
+) -> list[ExperimentConfig]:
+    """``todo`` one page at a time: the page with the least compute left first (:func:`cost_units` of its
+    runs in ``todo``), its runs cheapest first. A run that pages share goes with the first of them to be
+    computed; a run of no page comes last."""
+    cost = {config_hash(c): cost_units(c) for c in todo}
+    left = {config_hash(c): c for c in todo}
+    hashes = {name: list(dict.fromkeys(config_hash(c) for c in cfgs)) for name, cfgs in pages.items()}
+    ordered: list[ExperimentConfig] = []
+    for name in sorted(pages, key=lambda n: sum(cost.get(h, 0.0) for h in hashes[n])):
+        mine = [left.pop(h) for h in hashes[name] if h in left]
+        ordered += sorted(mine, key=lambda c: cost[config_hash(c)])
+    return ordered + sorted(left.values(), key=lambda c: cost[config_hash(c)])
 
 
 @dataclass
@@ -185,14 +211,21 @@ def run_campaign(
     chunk: int = 10,
     root: str | Path = "published",
     device: str | None = None,
+    pages: Mapping[str, Sequence[ExperimentConfig]] | None = None,
     say: Callable[[str], None] = print,
 ) -> Campaign:
     """Compute every missing run of ``configs`` (:func:`campaign_configs`) at ``profile`` (:func:`plan`),
-    cheapest first, packing a new chunk every ``chunk`` finished runs and at the start and the end; returns
-    the campaign's progress."""
+    cheapest first, or one of ``pages`` (:func:`campaign_pages`) at a time (:func:`page_order`), packing a
+    new chunk every ``chunk`` finished runs, at the start and the end, and when a page's last run finishes
+    (then saying how to publish it); returns the campaign's progress."""
     if workers < 1 or chunk < 1:
         raise ValueError(f"workers={workers}, chunk={chunk}: both must be at least 1")
     todo = plan(configs, profile, results_dir, root)
+    if pages:
+        todo = page_order(pages, todo)
+    missing = {config_hash(c) for c in todo}
+    waiting = {n: {config_hash(c) for c in cfgs} & missing for n, cfgs in (pages or {}).items()}
+    waiting = {n: hashes for n, hashes in waiting.items() if hashes}
     progress = Campaign(len(configs), len(todo), units_left=sum(map(cost_units, todo)))
 
     def pack() -> None:
@@ -203,7 +236,7 @@ def run_campaign(
     pack()  # runs finished by an earlier, interrupted campaign
     say(
         f"campaign at {profile}: {len(configs)} runs; {len(configs) - len(todo)} finished or archived, "
-        f"{len(todo)} to compute, cheapest first, "
+        f"{len(todo)} to compute, {'one page at a time, ' if pages else ''}cheapest first, "
         f"{workers} worker{'s' if workers > 1 else ''}"
     )
     since_chunk = 0
@@ -215,9 +248,19 @@ def run_campaign(
         progress.units_left -= cost_units(outcome.config)
         say(progress.line(outcome, seconds, workers))
         since_chunk += 1
-        if since_chunk >= chunk:
+        if outcome.error is None:
+            for hashes in waiting.values():
+                hashes.discard(outcome.hash)
+        finished = [name for name, hashes in waiting.items() if not hashes]
+        if since_chunk >= chunk or finished:
             pack()
             since_chunk = 0
+        for name in finished:
+            del waiting[name]
+            say(
+                f"{name}: every run finished and packed; publish it with ./reproduce.sh --profile {profile} "
+                f"--only {name} --from-archive --publish"
+            )
     pack()
     return progress
 

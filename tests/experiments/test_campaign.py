@@ -1,4 +1,5 @@
-"""Campaigns (``experiments/campaign.py``): missing runs only, cheapest first, chunks written once, rate."""
+"""Campaigns (``experiments/campaign.py``): missing runs only, cheapest first or one page at a time, chunks
+written once, rate."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from fairfl_core.experiments.campaign import (
     Campaign,
     archived_hashes,
     campaign_configs,
+    campaign_pages,
     cost_units,
     experiments_of,
+    page_order,
     plan,
     run_campaign,
 )
@@ -98,3 +101,35 @@ def test_a_run_shared_by_two_pages_is_one_run_of_the_campaign():
 def test_bad_campaign_settings_are_refused(configs, tmp_path):
     with pytest.raises(ValueError, match="workers=0, chunk=10: both must be at least 1"):
         campaign.run_campaign(configs, "paper", tmp_path, workers=0, root=tmp_path)
+
+
+def test_page_order_finishes_the_page_with_the_least_compute_left_first(configs):
+    """``configs``: 4, 2 and 2 rounds. Page "big" holds the 4-round run and the shared 2-round run of seed 0,
+    page "small" the two 2-round runs: "small" costs less, so it runs first and takes the shared run, then
+    "big" runs what is left; a run of no page comes last."""
+    four, two, two_seed1 = configs
+    extra = replace(digits_config(rounds=3), seed=2)
+    pages = {"big": [four, two], "small": [two_seed1, two]}
+    order = page_order(pages, [four, two, two_seed1, extra])
+    assert [config_hash(c) for c in order] == [config_hash(c) for c in (two_seed1, two, four, extra)]
+    assert page_order(pages, [four]) == [four]  # a page with nothing left is skipped
+
+
+def test_a_campaign_by_pages_packs_and_announces_each_page_as_its_last_run_finishes(configs, tmp_path):
+    four, two, two_seed1 = configs
+    results, root, lines = tmp_path / "results", tmp_path / "published", []
+    pages = {"big": [four, two_seed1], "small": [two]}
+    progress = run_campaign(configs, "paper", results, chunk=10, root=root, pages=pages, say=lines.append)
+    assert progress.done == 3 and "one page at a time" in lines[0]
+    done = [line.split(":")[0] for line in lines if "every run finished and packed" in line]
+    assert done == ["small", "big"]
+    small = lines.index(next(line for line in lines if line.startswith("small:")))
+    assert lines[small - 1].startswith("packed 1 finished run(s)")  # packed before it is announced
+    assert "./reproduce.sh --profile paper --only small --from-archive --publish" in lines[small]
+    assert [len(read_manifest(p)[2]) for p in chunks(root)] == [1, 2]
+
+
+def test_campaign_pages_maps_each_name_to_its_distinct_runs():
+    pages = campaign_pages(["quickstart", "fedeba_plus", "quickstart"], "smoke")
+    assert list(pages) == ["quickstart", "fedeba_plus"]
+    assert pages["quickstart"] == campaign_configs(["quickstart"], "smoke")
