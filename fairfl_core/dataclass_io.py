@@ -4,9 +4,9 @@ Every number is checked here, so every config section and every algorithm ``Hype
 code of its own: a float must be finite (``nan``, ``inf`` and ``-inf`` are refused, as is an
 integer too large for a float), an int must fit in 64 bits (torch's seeds and counters are int64). An
 option, a field annotated ``Literal[...]`` (or ``Literal[...] | None``), must hold one of its listed values:
-checked as a config is read (``build_dataclass``) and when a dataclass is built directly (``check_literals``,
-which ``Hyper.__post_init__`` calls). Ranges are the owners' (``ExperimentConfig.validate``, each
-``Hyper.check``).
+checked as a config is read (``build_dataclass``), when a dataclass is built directly (``check_literals``,
+which ``Hyper.__post_init__`` calls), and for a function's option argument (``check_option``). Ranges are
+the owners' (``ExperimentConfig.validate``, each ``Hyper.check``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import types
 import typing
 from typing import Any
 
-__all__ = ["build_dataclass", "check_literals"]
+__all__ = ["build_dataclass", "check_literals", "check_option"]
 
 
 def _options(hint: Any) -> tuple[Any, ...]:
@@ -107,3 +107,13 @@ def check_literals(obj: Any) -> None:
         options = _options(hints[f.name])
         if _choices(options):
             _check_option(getattr(obj, f.name), options, f"{type(obj).__name__}.{f.name}")
+
+
+def check_option(value: Any, kind: Any, where: str) -> None:
+    """Raise ``ValueError`` ("``where`` must be one of (...), got ...") unless ``value`` is one of the values
+    of ``kind``, a ``Literal[...]`` type (or ``Literal[...] | None``): a function's option argument checked
+    as an option field is."""
+    options = _options(kind)
+    if not _choices(options):
+        raise TypeError(f"check_option needs a Literal type for {where}, got {kind!r}")
+    _check_option(value, options, where)

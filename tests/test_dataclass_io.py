@@ -1,5 +1,6 @@
 """``dataclass_io``: options (``Literal`` fields) on hand-written cases, as a config is read
-(``build_dataclass``) and when a dataclass is built directly (``check_literals``)."""
+(``build_dataclass``), when a dataclass is built directly (``check_literals``) and for a function's argument
+(``check_option``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Literal
 
 import pytest
 
-from fairfl_core.dataclass_io import build_dataclass, check_literals
+from fairfl_core.dataclass_io import build_dataclass, check_literals, check_option
 
 
 @dataclass
@@ -59,3 +60,13 @@ def test_check_literals_names_the_class_on_direct_construction():
         check_literals(Options(ring="x"))
     with pytest.raises(ValueError, match=r"^Options\.level must be one of \(1, 2\), got False$"):
         check_literals(Options(level=False))
+
+
+def test_check_option_checks_a_function_argument_as_a_field_is_checked():
+    mode = Literal["fast", "exact"]
+    check_option("exact", mode, "mode")
+    check_option(None, Literal["a"] | None, "ring")
+    with pytest.raises(ValueError, match=r"^mode must be one of \('fast', 'exact'\), got 'Exact'$"):
+        check_option("Exact", mode, "mode")
+    with pytest.raises(TypeError, match="check_option needs a Literal type for mode, got <class 'str'>"):
+        check_option("exact", str, "mode")

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal
 
 import numpy as np
 import torch
@@ -45,6 +45,7 @@ import torch
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, averaged
 from fairfl_core.algorithms.fedeba import weights_entropy
+from fairfl_core.dataclass_io import check_option
 from fairfl_core.sim.context import Simulation
 
 __all__ = [
@@ -52,7 +53,6 @@ __all__ = [
     "AAggFFHyper",
     "CDFS",
     "Cdf",
-    "DR_ESTIMATES",
     "DrEstimate",
     "aaggff_decision",
     "aaggff_gradient",
@@ -61,7 +61,6 @@ __all__ = [
 
 Cdf = Literal["normal", "normal_as_coded", "weibull", "exponential", "frechet", "gumbel", "logistic"]
 DrEstimate = Literal["standard", "as_coded"]
-DR_ESTIMATES: tuple[DrEstimate, ...] = get_args(DrEstimate)
 
 
 def _normal_cdf(x: torch.Tensor) -> torch.Tensor:
@@ -98,14 +97,13 @@ def aaggff_gradient(
     responses: torch.Tensor,
     selected: torch.Tensor | np.ndarray,
     frac: float,
-    dr_estimate: str = "standard",
+    dr_estimate: DrEstimate = "standard",
 ) -> torch.Tensor:
     """Linearised gradient ``[m]`` of −log(1 + ⟨p, r⟩) with the doubly-robust response estimate (AAggFF-D):
     r̃_i = r̄ + (r_i − r̄)/C on the ``selected`` clients (``"standard"``) or (r_i − r̄)/C (``"as_coded"``);
     ``selected``: their indices, on ``mix``'s device (``Simulation.tensor``) or the host (a blocking copy on a
     GPU)."""
-    if dr_estimate not in DR_ESTIMATES:
-        raise ValueError(f"dr_estimate must be one of {DR_ESTIMATES}, got {dr_estimate!r}")
+    check_option(dr_estimate, DrEstimate, "dr_estimate")
     mean = responses.mean()
     robust = torch.full_like(mix, float(mean))
     baseline = mean if dr_estimate == "standard" else 0.0

@@ -30,7 +30,7 @@ from fairfl_core.selection.facility_location import (
     pairwise_distances,
     stochastic_pool_size,
 )
-from fairfl_core.selection.submodular import GreedyMethod, maximize
+from fairfl_core.selection.submodular import GreedyMethod, Nonmonotone, maximize
 from fairfl_core.sim.context import Simulation
 
 __all__ = ["ClientSelector", "DivFL", "DivFLHyper", "GradMode", "Selection"]
@@ -102,7 +102,7 @@ class ClientSelector:
             dist[clients, :] = rows
             dist[:, clients] = rows.T
 
-    def select(self, t: int, objective: GainOracle, nonmonotone: str = "fill") -> Selection:
+    def select(self, t: int, objective: GainOracle, nonmonotone: Nonmonotone = "fill") -> Selection:
         """Round t's maximiser of ``objective`` under |S| ≤ m by ``greedy`` (stochastic: the stream
         "select" of round t), cut per ``nonmonotone`` (:func:`~fairfl_core.selection.submodular.maximize`)."""
         pools: list[np.ndarray] = []

@@ -28,6 +28,7 @@ import torch
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights
 from fairfl_core.algorithms.hyper import Weighting
+from fairfl_core.dataclass_io import check_option
 from fairfl_core.sim.context import Simulation
 
 __all__ = [
@@ -83,11 +84,10 @@ def eba_weights(losses: torch.Tensor, tau: float, prior: torch.Tensor | None = N
     return torch.softmax(logits, dim=0)
 
 
-def annealed_tau(tau0: float, t: int, schedule: str = "constant", kappa: float = 0.0) -> float:
+def annealed_tau(tau0: float, t: int, schedule: TauSchedule = "constant", kappa: float = 0.0) -> float:
     """τ_t = τ_0 / (1 + κ t)^a, a = 0, 1, ½, 3 for constant, linear, concave, convex (FedEBA+ Remark M.1;
     t is the 0-based round)."""
-    if schedule not in TAU_SCHEDULES:
-        raise ValueError(f"tau schedule must be one of {tuple(TAU_SCHEDULES)}, got {schedule!r}")
+    check_option(schedule, TauSchedule, "tau schedule")
     return tau0 / (1.0 + kappa * t) ** TAU_SCHEDULES[schedule]
 
 

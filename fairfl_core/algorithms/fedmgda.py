@@ -18,16 +18,16 @@ smallest of AAggFF's grid {0.1, 0.5, 1.0}; η_g = ``server_lr`` = 1 (FLGo's η).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal
 
 import numpy as np
 import torch
 
 from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, average_weights
+from fairfl_core.dataclass_io import check_option
 
 __all__ = [
-    "BOX_CENTRES",
     "BoxCentre",
     "FedMGDA",
     "FedMGDAHyper",
@@ -38,7 +38,6 @@ __all__ = [
 ]
 
 BoxCentre = Literal["uniform", "weights"]
-BOX_CENTRES: tuple[BoxCentre, ...] = get_args(BoxCentre)
 
 
 @dataclass
@@ -54,16 +53,15 @@ class FedMGDAHyper(FedAvgHyper):
             raise ValueError(f"epsilon must be non-negative (0 keeps the box centre), got {self.epsilon}")
 
 
-def box_centre(centre: str, weights: np.ndarray) -> np.ndarray:
+def box_centre(centre: BoxCentre, weights: np.ndarray) -> np.ndarray:
     """The ε-box centre over the received clients, in float64 summing to 1: 1/m for ``"uniform"``, the
     FedAvg ``weights`` renormalised for ``"weights"`` (float32 weights can sum to 1 + 1e-8: outside the box
     at ε = 0)."""
+    check_option(centre, BoxCentre, "box_centre")
     weights = np.asarray(weights, dtype=np.float64)
     if centre == "uniform":
         return np.full(len(weights), 1.0 / len(weights))
-    if centre == "weights":
-        return weights / weights.sum()
-    raise ValueError(f"box_centre must be one of {BOX_CENTRES}, got {centre!r}")
+    return weights / weights.sum()
 
 
 def normalise_rows(updates: torch.Tensor) -> torch.Tensor:

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 import torch
 
 from fairfl_core.algorithms.base import register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper
 from fairfl_core.algorithms.hyper import Weighting
+from fairfl_core.dataclass_io import check_option
 
 __all__ = [
     "ServerOptimizer",
@@ -43,7 +44,6 @@ __all__ = [
     "FedAdamHyper",
     "FedYogiHyper",
     "FedAMSGradHyper",
-    "AMSGRAD_VARIANTS",
     "AmsgradVariant",
     "first_moment",
     "adaptive_step",
@@ -54,7 +54,6 @@ __all__ = [
 ]
 
 AmsgradVariant = Literal["amsgrad", "max_stabilization"]
-AMSGRAD_VARIANTS: tuple[AmsgradVariant, ...] = get_args(AmsgradVariant)
 
 Tensor = torch.Tensor
 
@@ -109,20 +108,19 @@ def amsgrad_server_step(
     beta1: float,
     beta2: float,
     tau: float,
-    variant: str = "amsgrad",
+    variant: AmsgradVariant = "amsgrad",
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """FedAMSGrad. Returns (w, m, v, v̂).
 
     ``"amsgrad"`` (AFGA Eq. 2 / Alg. 1 lines 19-22): v̂_t = max(v̂_{t−1}, v_t), w + η m_t / √(v̂_t + ε).
     ``"max_stabilization"`` (FedAMS, Wang et al. 2022): v̂_t = max(v̂_{t−1}, v_t, ε), w + η m_t / √v̂_t.
     """
+    check_option(variant, AmsgradVariant, "variant")
     m, v = first_moment(m, delta, beta1), beta2 * v + (1 - beta2) * delta.square()
     v_hat = torch.maximum(v_hat, v)
     if variant == "max_stabilization":
         v_hat = v_hat.clamp_min(tau)
         return w + lr * m / v_hat.sqrt(), m, v, v_hat
-    if variant != "amsgrad":
-        raise ValueError(f"variant must be one of {AMSGRAD_VARIANTS}, got {variant!r}")
     return w + lr * m / (v_hat + tau).sqrt(), m, v, v_hat
 
 

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -53,6 +53,7 @@ from fairfl_core.algorithms.base import Plan, Update, Uploads, register
 from fairfl_core.algorithms.fedavg import FedAvg, FedAvgHyper, select_clients
 from fairfl_core.algorithms.hyper import Sampling, Weighting
 from fairfl_core.algorithms.server_plugins import remember_rows
+from fairfl_core.dataclass_io import check_option
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.local import LocalResult
 
@@ -73,21 +74,18 @@ __all__ = [
 ]
 
 Grouping = Literal["auto", "partition", "individual", "sensitive"]
-GROUPINGS: tuple[Grouping, ...] = get_args(Grouping)
 LISTED_GROUPS = 10  # diagnostics list the group losses when d is at most this (group fairness settings)
 
 
 # -- the math (pure functions) ----------------------------------------------------------------------------
-def group_ids(partition_groups: np.ndarray, grouping: str = "auto") -> np.ndarray:
+def group_ids(partition_groups: np.ndarray, grouping: Grouping = "auto") -> np.ndarray:
     """Group s_k ∈ {0, …, d−1} of each client: the partition's groups renumbered in order (``"partition"``),
     one group per client (``"individual"``, d = K), or the partition's groups when every client has one and
     one group per client when none has (``"auto"``). Needs d ≥ 2 (λ_max divides by d − 1)."""
     partition_groups = np.asarray(partition_groups)
-    if grouping not in GROUPINGS or grouping == "sensitive":
-        raise ValueError(
-            f"groups must be one of {GROUPINGS[:-1]} here, got {grouping!r} (groups='sensitive' is "
-            "sensitive_group_ids, from the samples' sensitive attribute)"
-        )
+    if grouping == "sensitive":
+        raise ValueError("groups='sensitive' is sensitive_group_ids, from the samples' sensitive attribute")
+    check_option(grouping, Grouping, "groups")
     has_group = partition_groups >= 0
     if grouping == "auto":
         if has_group.any() and not has_group.all():

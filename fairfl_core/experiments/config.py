@@ -7,14 +7,17 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
 from fairfl_core.data.build import DataSpec
-from fairfl_core.dataclass_io import build_dataclass
+from fairfl_core.dataclass_io import build_dataclass, check_literals
+from fairfl_core.sim.client_map import ClientAxisName
 from fairfl_core.sim.context import TrainConfig
+from fairfl_core.sim.engine import TrainerKind
 from fairfl_core.sim.faults import FaultConfig
+from fairfl_core.sim.precision import PrecisionMode
 
 __all__ = [
     "AlgorithmSpec",
@@ -54,18 +57,18 @@ class EvalConfig:
     batch: int = 8192
     # which models a report row judges a personalised method by: "own" = each client's personal model,
     # "global" = the global model (both are evaluated every time; not part of the run's identity)
-    models: str = "own"
+    models: Literal["own", "global"] = "own"
 
 
 @dataclass
 class EngineConfig:
-    kind: str = "batched"  # batched | sequential
+    kind: TrainerKind = "batched"
     device: str = "auto"  # auto | cpu | cuda | cuda:N
-    dtype: str = "float32"  # float32 | float64
+    dtype: Literal["float32", "float64"] = "float32"
     chunk_size: int | None = None  # clients per vmap chunk (bounds memory); None = all selected
     threads: int | None = None  # torch CPU threads; None = leave as is
-    client_axis: str = "auto"  # auto | vmap | loop | bmm | measure: how clients train (sim/client_map.py)
-    precision: str = "exact"  # exact | tf32 | bf16: the float32 kernels' arithmetic (sim/precision.py)
+    client_axis: ClientAxisName = "auto"  # how clients train side by side (sim/client_map.py)
+    precision: PrecisionMode = "exact"  # the float32 kernels' arithmetic (sim/precision.py)
 
 
 @dataclass
@@ -99,9 +102,7 @@ class ExperimentConfig:
         Every number was checked to be finite when the config was read (`dataclass_io`)."""
         from fairfl_core.algorithms.base import algorithm_class, make_hyper
         from fairfl_core.models import MODELS
-        from fairfl_core.sim.client_map import CLIENT_AXES
         from fairfl_core.sim.devices import parse_device
-        from fairfl_core.sim.precision import PRECISIONS
 
         _require(self.seed >= 0, "seed", self.seed, "a non-negative integer")
         t = self.train
@@ -127,32 +128,9 @@ class ExperimentConfig:
             _require(v is None or v > 0, f"train.{key}", v, "a positive integer or null")
         _require(self.eval.every > 0, "eval.every", self.eval.every, "a positive integer")
         _require(self.eval.batch > 0, "eval.batch", self.eval.batch, "a positive integer")
-        _require(self.eval.models in ("own", "global"), "eval.models", self.eval.models, "'own' or 'global'")
         _require(self.checkpoint_every > 0, "checkpoint_every", self.checkpoint_every, "a positive integer")
-        _require(
-            self.engine.kind in ("batched", "sequential"),
-            "engine.kind",
-            self.engine.kind,
-            "'batched' or 'sequential'",
-        )
-        _require(
-            self.engine.dtype in ("float32", "float64"),
-            "engine.dtype",
-            self.engine.dtype,
-            "'float32' or 'float64'",
-        )
-        _require(
-            self.engine.client_axis in CLIENT_AXES,
-            "engine.client_axis",
-            self.engine.client_axis,
-            f"one of {CLIENT_AXES}",
-        )
-        _require(
-            self.engine.precision in PRECISIONS,
-            "engine.precision",
-            self.engine.precision,
-            f"one of {PRECISIONS}",
-        )
+        for section in (self.eval, self.engine):  # read from a file, build_dataclass checked them already
+            check_literals(section)
         _require(
             self.engine.precision == "exact" or self.engine.dtype == "float32",
             "engine.precision",

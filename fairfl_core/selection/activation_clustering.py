@@ -44,19 +44,18 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 import numpy as np
 import torch
 from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 
+from fairfl_core.dataclass_io import check_option
 from fairfl_core.sim.statistics import ActivationMean
 
 __all__ = [
     "REDUCTIONS",
-    "SIMILARITIES",
-    "SPECTRAL_VARIANTS",
     "Reduction",
     "Similarity",
     "SpectralVariant",
@@ -78,9 +77,7 @@ REDUCTIONS = {
     "post_train_mean": "every local training sample, re-evaluated with the final local model in eval mode",
 }
 Similarity = Literal["gram", "cosine"]
-SIMILARITIES: tuple[Similarity, ...] = get_args(Similarity)
 SpectralVariant = Literal["literal", "row_normalised", "normalised_laplacian"]
-SPECTRAL_VARIANTS: tuple[SpectralVariant, ...] = get_args(SpectralVariant)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -88,12 +85,9 @@ SPECTRAL_VARIANTS: tuple[SpectralVariant, ...] = get_args(SpectralVariant)
 # --------------------------------------------------------------------------------------------------------
 
 
-def check_reduction(reduction: str) -> str:
+def check_reduction(reduction: Reduction) -> Reduction:
     """Return ``reduction`` if it names an activation-vector reduction, else raise ValueError."""
-    if reduction not in REDUCTIONS:
-        raise ValueError(
-            f"reduction must be one of {sorted(REDUCTIONS)} (default 'last_epoch_mean'); got {reduction!r}"
-        )
+    check_option(reduction, Reduction, "reduction")
     return reduction
 
 
@@ -107,7 +101,7 @@ class LastBatchActivationMean(ActivationMean):
         return acc
 
 
-def activation_statistic(reduction: str = "last_epoch_mean") -> ActivationMean | None:
+def activation_statistic(reduction: Reduction = "last_epoch_mean") -> ActivationMean | None:
     """The ``LocalSpec.statistics`` entry that yields the activation vectors of ``reduction`` (its name is
     ``"activation"``), or None for ``"post_train_mean"``, which the server computes after training with
     ``Engine.features(params, clients, transform="log_softmax")``."""
@@ -146,11 +140,6 @@ def _check_num_clusters(num_clusters: Any) -> int:
     return int(num_clusters)
 
 
-def _check_option(value: str, valid: tuple[str, ...], name: str) -> None:
-    if value not in valid:
-        raise ValueError(f"{name} must be one of {list(valid)} (default {valid[0]!r}); got {value!r}")
-
-
 def _as_matrix(activations: Any) -> np.ndarray:
     if isinstance(activations, torch.Tensor):
         activations = activations.detach().cpu().numpy()
@@ -179,10 +168,10 @@ def _unit_rows(u: np.ndarray) -> np.ndarray:
     return u / np.where(norms > 0, norms, 1.0)
 
 
-def similarity_matrix(activations: Any, similarity: str = "gram") -> np.ndarray:
+def similarity_matrix(activations: Any, similarity: Similarity = "gram") -> np.ndarray:
     """S = A A^T (Algorithm 1, Similarity) of the ``[r, D]`` activation vectors, or cosine similarities."""
     a = _as_matrix(activations)
-    _check_option(similarity, SIMILARITIES, "similarity")
+    check_option(similarity, Similarity, "similarity")
     if similarity == "cosine":
         zero = np.flatnonzero(np.linalg.norm(a, axis=1) == 0)
         if zero.size:
@@ -194,7 +183,7 @@ def similarity_matrix(activations: Any, similarity: str = "gram") -> np.ndarray:
     return a @ a.T
 
 
-def spectral_embedding(s: np.ndarray, num_clusters: int, spectral: str = "literal") -> np.ndarray:
+def spectral_embedding(s: np.ndarray, num_clusters: int, spectral: SpectralVariant = "literal") -> np.ndarray:
     """``[r, C]``: the eigenvectors of the C largest eigenvalues (largest first) of S (``"literal"``), the
     same with unit rows (``"row_normalised"``), or those of D^-1/2 S D^-1/2 with unit rows
     (``"normalised_laplacian"``)."""
@@ -204,7 +193,7 @@ def spectral_embedding(s: np.ndarray, num_clusters: int, spectral: str = "litera
         raise ValueError(f"s must be a symmetric [r, r] similarity matrix; got shape {s.shape}")
     if c > s.shape[0]:
         raise ValueError(f"num_clusters={c} exceeds the {s.shape[0]} rows of s: lower num_clusters")
-    _check_option(spectral, SPECTRAL_VARIANTS, "spectral")
+    check_option(spectral, SpectralVariant, "spectral")
     if spectral == "normalised_laplacian":
         degree = s.sum(1)
         if np.any(degree <= 0):
@@ -256,8 +245,8 @@ def cluster_weights(
     num_clusters: int,
     *,
     seed: int = 0,
-    similarity: str = "gram",
-    spectral: str = "literal",
+    similarity: Similarity = "gram",
+    spectral: SpectralVariant = "literal",
 ) -> ClusterWeights:
     """getprobs(Similarity(A), C) of Algorithm 1: the round's clusters and Eq. 6 weights from the ``[r, D]``
     activation vectors of its r participants (rows in participant order).
@@ -273,8 +262,8 @@ def cluster_weights(
             f"num_clusters={c} exceeds the {r} participants of the round (rows of activations): lower "
             f"num_clusters or sample at least {c} clients per round"
         )
-    _check_option(similarity, SIMILARITIES, "similarity")
-    _check_option(spectral, SPECTRAL_VARIANTS, "spectral")
+    check_option(similarity, Similarity, "similarity")
+    check_option(spectral, SpectralVariant, "spectral")
     if r == c:
         return dataclasses.replace(
             equitable_weights(np.arange(r), c), fallback_used=True, fallback="one participant per cluster"

@@ -23,6 +23,8 @@ import numpy as np
 import torch
 from scipy.cluster.hierarchy import ClusterWarning, fcluster, linkage
 
+from fairfl_core.dataclass_io import check_option
+
 __all__ = [
     "EPSILON",
     "MEASURES",
@@ -58,11 +60,10 @@ Measure = Literal["arccos", "L2", "L1"]
 MEASURES = {"arccos": _arccos, "L2": _l2, "L1": _l1}
 
 
-def representative_distances(grads: torch.Tensor, measure: str = "arccos") -> np.ndarray:
+def representative_distances(grads: torch.Tensor, measure: Measure = "arccos") -> np.ndarray:
     """M_ij between representative gradients ``[n, P]``: arccos(cos(G_i, G_j)) (0 if a norm is 0),
     squared Euclidean ("L2") or L1, as the reference's ``get_similarity``."""
-    if measure not in MEASURES:
-        raise ValueError(f"similarity must be one of {sorted(MEASURES)}, got {measure!r}")
+    check_option(measure, Measure, "similarity")
     return MEASURES[measure](grads).cpu().numpy()
 
 

@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, get_args
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import torch
 
+from fairfl_core.dataclass_io import check_option
+
 __all__ = [
-    "DISTANCE_SCALES",
     "DistanceScale",
     "FacilityLocation",
     "GRAM_RELATIVE_ERROR",
@@ -101,17 +102,15 @@ def _gamma(n: int) -> float:
 
 
 DistanceScale = Literal["none", "mean"]
-DISTANCE_SCALES: tuple[DistanceScale, ...] = get_args(DistanceScale)
 
 
-def normalize_distances(dist: np.ndarray, scale: str = "none") -> np.ndarray:
+def normalize_distances(dist: np.ndarray, scale: DistanceScale = "none") -> np.ndarray:
     """The ``[N, N]`` distances in the units G is maximised in: ``"none"`` (the paper: raw gradient-norm
     units) or ``"mean"`` (divided by the mean of d_ij over i ≠ j, so one unit is a typical client distance).
 
     A matrix whose off-diagonal entries are all 0 (identical gradients) is returned unscaled.
     """
-    if scale not in DISTANCE_SCALES:
-        raise ValueError(f"distance scale must be one of {DISTANCE_SCALES}, got {scale!r}")
+    check_option(scale, DistanceScale, "distance scale")
     dist = np.asarray(dist, dtype=np.float64)
     if scale == "none":
         return dist

@@ -39,11 +39,13 @@ Readings where the paper is silent:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal, get_args
+from typing import Literal
 
 import numpy as np
 
+from fairfl_core.dataclass_io import check_option
 from fairfl_core.selection.facility_location import (
+    DistanceScale,
     FacilityLocation,
     GainOracle,
     facility_location_cost,
@@ -55,8 +57,6 @@ from fairfl_core.selection.facility_location import (
 )
 
 __all__ = [
-    "GREEDY_METHODS",
-    "NONMONOTONE",
     "OBJECTIVE_SCALES",
     "PHI",
     "GreedyMethod",
@@ -80,15 +80,12 @@ __all__ = [
 Phi = Literal["identity", "log1p"]
 PHI: dict[str, Callable[[np.ndarray], np.ndarray]] = {"identity": lambda x: x, "log1p": np.log1p}
 GreedyMethod = Literal["stochastic", "lazy", "naive"]
-GREEDY_METHODS: tuple[GreedyMethod, ...] = get_args(GreedyMethod)
 Nonmonotone = Literal["fill", "stop"]
-NONMONOTONE: tuple[Nonmonotone, ...] = get_args(Nonmonotone)
 
 
-def loss_transform(losses, phi: str = "log1p") -> np.ndarray:
+def loss_transform(losses, phi: Phi = "log1p") -> np.ndarray:
     """φ(f_i(w)) for every client (eq. 12): ``"log1p"`` = ln(1 + x) (paper default) or ``"identity"``."""
-    if phi not in PHI:
-        raise ValueError(f"phi must be one of {tuple(PHI)}, got {phi!r}")
+    check_option(phi, Phi, "phi")
     losses = np.asarray(losses, dtype=np.float64)
     if losses.ndim != 1 or not np.isfinite(losses).all() or (losses < 0).any():
         raise ValueError(
@@ -123,11 +120,10 @@ OBJECTIVE_SCALES: dict[str, Callable[[np.ndarray], float]] = {
 }
 
 
-def scale_objective(dist: np.ndarray, reading: str = "literal") -> np.ndarray:
+def scale_objective(dist: np.ndarray, reading: ObjectiveScale = "literal") -> np.ndarray:
     """``dist`` multiplied by the ``reading``'s factor c: G is linear in d (D0 = max d scales with it), so
     the facility location over c·d is c·G."""
-    if reading not in OBJECTIVE_SCALES:
-        raise ValueError(f"objective_scale must be one of {tuple(OBJECTIVE_SCALES)}, got {reading!r}")
+    check_option(reading, ObjectiveScale, "objective_scale")
     dist = np.asarray(dist, dtype=np.float64)
     return dist * OBJECTIVE_SCALES[reading](dist)
 
@@ -138,9 +134,9 @@ def subtrunc_objective(
     *,
     lam: float,
     budget: float = 1.10,
-    phi: str = "log1p",
-    distance_scale: str = "none",
-    objective_scale: str = "literal",
+    phi: Phi = "log1p",
+    distance_scale: DistanceScale = "none",
+    objective_scale: ObjectiveScale = "literal",
 ) -> FacilityLocation:
     """W(S) = c·G(S) + λ·min(b, Σ_{i∈S} φ(losses_i)) (eq. 13) over the ``[N, N]`` gradient distances ``dist``.
 
@@ -216,7 +212,7 @@ def unionfl_objective(
     *,
     mu: float = 1.0,
     window: int = 5,
-    distance_scale: str = "none",
+    distance_scale: DistanceScale = "none",
 ) -> FacilityLocation:
     """h_t(S) = G(S) − μ·|U_t ∩ S| (eq. 14) over the ``[N, N]`` gradient distances ``dist``.
 
@@ -247,10 +243,10 @@ def maximize(
     objective: GainOracle,
     k: int,
     *,
-    method: str = "stochastic",
+    method: GreedyMethod = "stochastic",
     rng: np.random.Generator | None = None,
     pool_size: int | None = None,
-    nonmonotone: str = "fill",
+    nonmonotone: Nonmonotone = "fill",
     pools: list[np.ndarray] | None = None,
 ) -> np.ndarray:
     """Select up to ``k`` (κ) candidates, in greedy order.
@@ -261,10 +257,8 @@ def maximize(
     receives the stochastic greedy's candidates of each step (the exact greedies consider every unselected
     one and leave it empty).
     """
-    if method not in GREEDY_METHODS:
-        raise ValueError(f"method must be one of {GREEDY_METHODS}, got {method!r}")
-    if nonmonotone not in NONMONOTONE:
-        raise ValueError(f"nonmonotone must be one of {NONMONOTONE}, got {nonmonotone!r}")
+    check_option(method, GreedyMethod, "method")
+    check_option(nonmonotone, Nonmonotone, "nonmonotone")
     if method == "stochastic":
         if rng is None or pool_size is None:
             raise ValueError('method "stochastic" needs rng (a numpy Generator) and pool_size (r)')

@@ -20,20 +20,28 @@ import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 import torch
 from torch import nn
 from torch.func import functional_call, grad_and_value, vmap
 from torch.utils._pytree import PyTree, tree_leaves, tree_map
 
+from fairfl_core.dataclass_io import check_option
 from fairfl_core.models.lstm import LSTMLayer, use_kernel
 from fairfl_core.sim.local import masked_mean_loss
 from fairfl_core.sim.lstm_step import LSTMShape, char_lstm, lstm_gradient
 from fairfl_core.sim.mlp_step import dense_relu_layers
 
-__all__ = ["CLIENT_AXES", "ClientAxis", "client_grad_and_value", "client_map", "fastest_lstm_axis"]
+__all__ = [
+    "ClientAxis",
+    "ClientAxisName",
+    "client_grad_and_value",
+    "client_map",
+    "fastest_lstm_axis",
+]
 
-CLIENT_AXES = ("auto", "vmap", "loop", "bmm", "measure")
+ClientAxisName = Literal["auto", "vmap", "loop", "bmm", "measure"]
 
 
 @dataclass(frozen=True)
@@ -51,13 +59,12 @@ class ClientAxis:
     lstm: LSTMShape | None = None
 
     @classmethod
-    def resolve(cls, client_axis: str, model: nn.Module, device: torch.device) -> ClientAxis:
+    def resolve(cls, client_axis: ClientAxisName, model: nn.Module, device: torch.device) -> ClientAxis:
         """``auto`` takes the closed-form step of ``mlp_step.py`` for ReLU MLPs, loops for recurrent models
         and for convolutional models on CPU, and vmaps otherwise. A name other than ``auto`` is taken as
         given (``bmm`` only for a ReLU MLP or the character LSTM); ``measure`` is ``auto`` for every model
         but the character LSTM."""
-        if client_axis not in CLIENT_AXES:
-            raise ValueError(f"engine.client_axis must be one of {CLIENT_AXES}, got {client_axis!r}")
+        check_option(client_axis, ClientAxisName, "engine.client_axis")
         relu_mlp, lstm = dense_relu_layers(model), char_lstm(model)
         if client_axis == "bmm" and relu_mlp is None and lstm is None:
             raise ValueError(

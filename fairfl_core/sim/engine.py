@@ -30,7 +30,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable, Hashable, Iterator
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Concatenate, Literal, ParamSpec, TypeVar
 
 import numpy as np
 import torch
@@ -38,11 +38,12 @@ from torch import nn
 from torch.func import functional_call
 
 from fairfl_core.data.federated import SPLITS, FederatedDataset
+from fairfl_core.dataclass_io import check_option
 from fairfl_core.models.dropout import draws_from_torch
 from fairfl_core.models.lstm import use_kernel
 from fairfl_core.sim.batched_trainer import BatchedTrainer
 from fairfl_core.sim.batches import BatchSchedule, draw_schedule
-from fairfl_core.sim.client_map import ClientAxis, client_grad_and_value, client_map
+from fairfl_core.sim.client_map import ClientAxis, ClientAxisName, client_grad_and_value, client_map
 from fairfl_core.sim.client_stack import ClientStack
 from fairfl_core.sim.faults import completed_steps, truncate_schedule
 from fairfl_core.sim.feature_view import FeatureView
@@ -50,17 +51,18 @@ from fairfl_core.sim.local import LocalResult, LocalSpec, SampleLoss, cross_entr
 from fairfl_core.sim.lstm_step import lstm_gradient
 from fairfl_core.sim.mlp_step import mlp_gradient
 from fairfl_core.sim.params import ParamSpace
-from fairfl_core.sim.precision import Precision
+from fairfl_core.sim.precision import Precision, PrecisionMode
 from fairfl_core.sim.sequential import SequentialTrainer
-from fairfl_core.sim.statistics import TRANSFORMS
+from fairfl_core.sim.statistics import TRANSFORMS, Transform
 from fairfl_core.sim.transfer import to_device
 
 if TYPE_CHECKING:
     from fairfl_core.sim.protocol import ClientEngine, Trainer
 
-__all__ = ["Engine", "TRAINERS", "batchnorm_rule"]
+__all__ = ["Engine", "TRAINERS", "TrainerKind", "batchnorm_rule"]
 
-TRAINERS = {"batched": BatchedTrainer, "sequential": SequentialTrainer}
+TrainerKind = Literal["batched", "sequential"]
+TRAINERS: dict[TrainerKind, type] = {"batched": BatchedTrainer, "sequential": SequentialTrainer}
 
 Args = ParamSpec("Args")
 R = TypeVar("R")
@@ -109,16 +111,15 @@ class Engine:
         model: nn.Module,
         data: FederatedDataset,
         *,
-        kind: str = "batched",
+        kind: TrainerKind = "batched",
         chunk_size: int | None = None,
         eval_batch: int = 8192,
         dtype: torch.dtype = torch.float32,
-        client_axis: str = "auto",
-        precision: str = "exact",
+        client_axis: ClientAxisName = "auto",
+        precision: PrecisionMode = "exact",
         model_key: Hashable | None = None,
     ) -> None:
-        if kind not in TRAINERS:
-            raise ValueError(f"engine.kind must be one of {sorted(TRAINERS)}, got {kind!r}")
+        check_option(kind, TrainerKind, "engine.kind")
         self.data = data
         self.device = data.device
         self.dtype = dtype
@@ -439,14 +440,13 @@ class Engine:
 
     @_in_precision
     def features(
-        self, w: torch.Tensor, clients: np.ndarray, split: str = "train", transform: str = "none"
+        self, w: torch.Tensor, clients: np.ndarray, split: str = "train", transform: Transform = "none"
     ) -> torch.Tensor:
         """Mean penultimate activation ``[K, D]`` of each client's samples (``model.features``), each sample's
         activation first mapped by ``transform`` (``statistics.TRANSFORMS``: Equitable-FL's activation vector
         is the mean of ``"log_softmax"``)."""
         clients = np.asarray(clients)
-        if transform not in TRANSFORMS:
-            raise ValueError(f"transform must be one of {sorted(TRANSFORMS)}, got {transform!r}")
+        check_option(transform, Transform, "transform")
         fn_h = TRANSFORMS[transform]
 
         def feat_sum(wk: torch.Tensor, x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:

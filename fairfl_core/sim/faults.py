@@ -21,16 +21,17 @@ How each algorithm aggregates the clients that upload is stated in its module do
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
+from fairfl_core.dataclass_io import check_option
 from fairfl_core.sim.batches import BatchSchedule
 from fairfl_core.sim.local import LocalResult
 from fairfl_core.sim.transfer import to_device
 
 __all__ = [
-    "FAULT_KINDS",
+    "FaultKind",
     "FaultConfig",
     "RoundFaults",
     "completed_steps",
@@ -38,7 +39,7 @@ __all__ = [
     "truncate_schedule",
 ]
 
-FAULT_KINDS = ("dropout", "straggler")
+FaultKind = Literal["dropout", "straggler"]
 
 
 @dataclass
@@ -48,7 +49,7 @@ class FaultConfig:
     straggler completes (module docstring)."""
 
     rate: float = 0.0
-    kind: str = "dropout"
+    kind: FaultKind = "dropout"
     straggler_work: float = 0.5
 
     def __post_init__(self) -> None:
@@ -56,10 +57,7 @@ class FaultConfig:
             raise ValueError(
                 f"config field faults.rate = {self.rate!r} is invalid: must be in [0, 1) (0 = no faults)"
             )
-        if self.kind not in FAULT_KINDS:
-            raise ValueError(
-                f"config field faults.kind = {self.kind!r} is invalid: must be one of {FAULT_KINDS}"
-            )
+        check_option(self.kind, FaultKind, "faults.kind")
         if not 0 < self.straggler_work <= 1:
             raise ValueError(
                 f"config field faults.straggler_work = {self.straggler_work!r} is invalid: must be in (0, 1]"

@@ -23,12 +23,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 
-__all__ = ["PRECISIONS", "Precision", "tf32_flags"]
+from fairfl_core.dataclass_io import check_option
 
-PRECISIONS = ("exact", "tf32", "bf16")
+__all__ = ["Precision", "PrecisionMode", "tf32_flags"]
+
+PrecisionMode = Literal["exact", "tf32", "bf16"]
 
 
 def _flag_holders() -> list:
@@ -70,12 +73,11 @@ def _tf32(allowed: bool) -> Iterator[None]:
 class Precision:
     """One engine's precision mode on its device type (``"cpu"``, ``"cuda"``); see the module docstring."""
 
-    mode: str = "exact"
+    mode: PrecisionMode = "exact"
     device_type: str = "cpu"
 
     def __post_init__(self) -> None:
-        if self.mode not in PRECISIONS:
-            raise ValueError(f"engine.precision must be one of {PRECISIONS}, got {self.mode!r}")
+        check_option(self.mode, PrecisionMode, "engine.precision")
 
     def check_dtype(self, dtype: torch.dtype) -> None:
         """A fast mode is a float32 mode."""

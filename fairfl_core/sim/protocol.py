@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from fairfl_core.sim.client_stack import ClientStack
     from fairfl_core.sim.local import LocalResult, LocalSpec, SampleLoss
     from fairfl_core.sim.params import ParamSpace
+    from fairfl_core.sim.statistics import Transform
 
 __all__ = ["ClientEngine", "Trainer"]
 
@@ -107,7 +108,7 @@ class ClientEngine(Protocol):
         ...
 
     def features(
-        self, w: torch.Tensor, clients: np.ndarray, split: str = "train", transform: str = "none"
+        self, w: torch.Tensor, clients: np.ndarray, split: str = "train", transform: Transform = "none"
     ) -> torch.Tensor:
         """Each client's mean (transformed) penultimate activation ``[K, D]``."""
         ...

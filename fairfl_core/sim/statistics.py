@@ -21,15 +21,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypedDict, TypeVar
+from typing import Generic, Literal, TypedDict, TypeVar
 
 import numpy as np
 import torch
 
+from fairfl_core.dataclass_io import check_option
 from fairfl_core.sim.batches import BatchSchedule
 from fairfl_core.sim.transfer import to_device
 
-__all__ = ["ActivationMean", "ActivationSums", "ClientStatistic", "StepLosses", "StepView"]
+__all__ = [
+    "ActivationMean",
+    "ActivationSums",
+    "ClientStatistic",
+    "StepLosses",
+    "StepView",
+    "Transform",
+    "Window",
+]
 
 A = TypeVar("A")  # a statistic's accumulator
 
@@ -65,12 +74,13 @@ class ClientStatistic(Generic[A]):
         raise NotImplementedError
 
 
-TRANSFORMS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+Transform = Literal["log_softmax", "softmax", "none"]
+Window = Literal["last_epoch", "all"]
+TRANSFORMS: dict[Transform, Callable[[torch.Tensor], torch.Tensor]] = {
     "log_softmax": lambda h: h.log_softmax(-1),
     "softmax": lambda h: h.softmax(-1),
     "none": lambda h: h,
 }
-WINDOWS = ("last_epoch", "all")
 
 
 class ActivationSums(TypedDict):
@@ -86,17 +96,13 @@ class ActivationSums(TypedDict):
 class ActivationMean(ClientStatistic[ActivationSums]):
     """Mean of ``transform(h)`` over the samples a client trains on in ``window`` (module docstring)."""
 
-    transform: str = "log_softmax"
-    window: str = "last_epoch"
+    transform: Transform = "log_softmax"
+    window: Window = "last_epoch"
     name: str = "activation"
 
     def __post_init__(self) -> None:
-        if self.transform not in TRANSFORMS:
-            raise ValueError(
-                f"activation transform must be one of {sorted(TRANSFORMS)}, got {self.transform!r}"
-            )
-        if self.window not in WINDOWS:
-            raise ValueError(f"activation window must be one of {WINDOWS}, got {self.window!r}")
+        check_option(self.transform, Transform, "activation transform")
+        check_option(self.window, Window, "activation window")
 
     def start(self, schedule: BatchSchedule) -> ActivationSums:
         done = schedule.active.sum(axis=1)

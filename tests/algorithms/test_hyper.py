@@ -1,15 +1,20 @@
-"""Every algorithm's options are ``Literal`` fields, checked in one place (``dataclass_io``) both as a config
-is read and when a ``Hyper`` is built directly; the option tables keyed by name list exactly their options."""
+"""Every algorithm's options are ``Literal`` fields, checked in one place (``dataclass_io``) as a config is
+read, when a ``Hyper`` is built directly and as a pure function's argument (``check_option``); the option
+tables keyed by name list exactly their options."""
 
 import dataclasses
 import typing
 
+import numpy as np
 import pytest
+import torch
 
 from fairfl_core.algorithms import ALGORITHMS, build_algorithm
-from fairfl_core.algorithms.aaggff import CDFS, Cdf
-from fairfl_core.algorithms.fedeba import TAU_SCHEDULES, TauSchedule
-from fairfl_core.algorithms.gifair_global import INIT_LOSSES, LOSS_SOURCES, InitLosses, LossSource
+from fairfl_core.algorithms.aaggff import CDFS, Cdf, aaggff_gradient
+from fairfl_core.algorithms.fedeba import TAU_SCHEDULES, TauSchedule, annealed_tau
+from fairfl_core.algorithms.fedmgda import box_centre
+from fairfl_core.algorithms.fedopt import amsgrad_server_step
+from fairfl_core.algorithms.gifair_global import INIT_LOSSES, LOSS_SOURCES, InitLosses, LossSource, group_ids
 from fairfl_core.algorithms.qffl import QFFLHyper
 from fairfl_core.selection.activation_clustering import REDUCTIONS, Reduction
 from fairfl_core.selection.clustered import MEASURES, Measure
@@ -72,3 +77,31 @@ def test_an_algorithm_builds_the_hyper_it_is_generic_in():
 
         class Contradiction(FederatedAlgorithm[ToyHyper]):
             Hyper = QFFLHyper
+
+
+ONE = torch.ones(2)
+
+
+@pytest.mark.parametrize(
+    "call,message",
+    [
+        (lambda: annealed_tau(1.0, 0, "cubic"), "tau schedule must be one of ('constant', 'linear', "),
+        (lambda: box_centre("median", np.ones(2)), "box_centre must be one of ('uniform', 'weights'), got"),
+        (
+            lambda: group_ids(np.zeros(2), "pairs"),
+            "groups must be one of ('auto', 'partition', 'individual', ",
+        ),
+        (lambda: group_ids(np.zeros(2), "sensitive"), "groups='sensitive' is sensitive_group_ids"),
+        (
+            lambda: amsgrad_server_step(
+                ONE, ONE, ONE, ONE, ONE, lr=1, beta1=0, beta2=0, tau=1, variant="adam"
+            ),
+            "variant must be one of ('amsgrad', 'max_stabilization'), got 'adam'",
+        ),
+        (lambda: aaggff_gradient(ONE, ONE, np.arange(2), 1.0, "robust"), "dr_estimate must be one of"),
+    ],
+)
+def test_a_pure_functions_option_argument_is_refused_in_one_line(call, message):
+    with pytest.raises(ValueError) as refused:
+        call()
+    assert message in str(refused.value) and "\n" not in str(refused.value)

@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 
 from fairfl_core.experiments.config import ExperimentConfig, apply_overrides, config_hash
@@ -39,9 +41,9 @@ def test_a_field_added_later_keeps_existing_hashes_at_its_default():
     [
         ("train.lr=-1", "train.lr"),
         ("train.local_epochs=2", "exactly one of them"),
-        ("engine.kind=warp", "engine.kind"),
-        ("engine.client_axis=threads", "engine.client_axis"),
-        ("engine.precision=fp8", "engine.precision"),
+        ("engine.kind=warp", r"'engine'\.kind must be one of \('batched', 'sequential'\), got 'warp'"),
+        ("engine.client_axis=threads", r"'engine'\.client_axis must be one of \('auto', 'vmap', "),
+        ("engine.precision=fp8", r"'engine'\.precision must be one of \('exact', 'tf32', 'bf16'\)"),
         ("engine.precision=tf32\x00engine.dtype=float64", "TF32 and bf16 speed up float32 kernels"),
         ("model.name=gpt", "model.name"),
         ("algorithm.name=nope", "unknown algorithm 'nope'"),
@@ -58,3 +60,12 @@ def test_unknown_fields_are_named_with_the_valid_ones():
         ExperimentConfig.from_dict({"train": {"lrr": 0.1}})
     with pytest.raises(ValueError, match="must look like"):
         apply_overrides({}, ["train.lr"])
+
+
+def test_validate_checks_the_options_of_sections_built_directly():
+    cfg = digits_config()
+    cfg.engine = dataclasses.replace(cfg.engine, precision="fp8")
+    with pytest.raises(
+        ValueError, match=r"^EngineConfig\.precision must be one of \('exact', 'tf32', 'bf16'\)"
+    ):
+        cfg.validate()

@@ -256,7 +256,10 @@ A4 = planted_activations([2, 2])[0]
         (lambda: cluster_weights(A4, 0), r"num_clusters \(C\) must be an integer >= 1"),
         (lambda: cluster_weights(A4, 2.0), r"num_clusters \(C\) must be an integer >= 1"),
         (lambda: cluster_weights(A4, 5), "num_clusters=5 exceeds the 4 participants.*at least 5 clients"),
-        (lambda: cluster_weights(A4, 2, similarity="l2"), r"similarity must be one of \['gram', 'cosine'\]"),
+        (
+            lambda: cluster_weights(A4, 2, similarity="l2"),
+            r"similarity must be one of \('gram', 'cosine'\), got 'l2'",
+        ),
         (lambda: cluster_weights(A4, 2, spectral="njw"), "spectral must be one of .*'normalised_laplacian'"),
         (lambda: cluster_weights(A4, 4, spectral="njw"), "spectral must be one of"),
         (lambda: cluster_weights(A4[0], 1), r"activations must be a non-empty \[r, D\] matrix"),
@@ -266,7 +269,10 @@ A4 = planted_activations([2, 2])[0]
         (lambda: spectral_embedding(np.ones((2, 3)), 1), r"symmetric \[r, r\]"),
         (lambda: equitable_weights([0, 1, 2], 2), "3 distinct clusters but num_clusters=2"),
         (lambda: equitable_weights([], 2), "labels must be a non-empty 1-D vector"),
-        (lambda: AC.check_reduction("mean"), r"reduction must be one of \['last_batch_mean', 'last_epoch"),
+        (
+            lambda: AC.check_reduction("mean"),
+            r"reduction must be one of \('last_epoch_mean', 'last_batch_mean'",
+        ),
         (lambda: activation_statistic("max"), "reduction must be one of"),
     ],
 )
