@@ -799,7 +799,7 @@ def test_notebook_parameters_fail_before_any_run(case, tmp_path, monkeypatch):
     sweep_args.update({k.removeprefix("sweep_"): v for k, v in given.items() if k not in params})
     sweep_args["results_dir"] = sweep_args["results_dir"].format(file=a_file)
     monkeypatch.setattr(
-        "fairfl_core.experiments.sweep.run_experiment", lambda *a, **k: pytest.fail("a run started")
+        "fairfl_core.experiments.outcome.run_experiment", lambda *a, **k: pytest.fail("a run started")
     )
     with pytest.raises(ValueError) as info:
         configs = experiment_configs(
@@ -820,7 +820,7 @@ def test_a_read_only_results_dir_fails_before_any_run(tmp_path, monkeypatch):
     locked.mkdir()
     locked.chmod(0o500)
     monkeypatch.setattr(
-        "fairfl_core.experiments.sweep.run_experiment", lambda *a, **k: pytest.fail("a run started")
+        "fairfl_core.experiments.outcome.run_experiment", lambda *a, **k: pytest.fail("a run started")
     )
     try:
         with pytest.raises(ValueError, match="is not writable"):

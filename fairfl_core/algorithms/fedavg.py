@@ -14,7 +14,7 @@ optimiser's moments in ``state`` and steps with it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -24,12 +24,28 @@ from fairfl_core.algorithms.hyper import Averaging, ClientSampling, FedAvgHyper
 from fairfl_core.selection import sample_clients
 from fairfl_core.sim.context import Simulation
 
-if TYPE_CHECKING:
-    from fairfl_core.algorithms.fedopt import ServerOptimizer
-
-__all__ = ["FedAvg", "FedAvgHyper", "average_step", "average_weights", "averaged", "select_clients"]
+__all__ = [
+    "FedAvg",
+    "FedAvgHyper",
+    "ServerStep",
+    "average_step",
+    "average_weights",
+    "averaged",
+    "select_clients",
+]
 
 F = TypeVar("F", bound=FedAvgHyper, covariant=True)
+
+
+class ServerStep(Protocol):
+    """A server step on the pseudo-gradient Δ with state of its own, ``FedAvg.server_optimizer``
+    (``fedopt.ServerOptimizer``)."""
+
+    def init_state(self, w: torch.Tensor, hp: FedAvgHyper) -> dict[str, torch.Tensor]: ...
+
+    def step(
+        self, state: dict[str, Any], w: torch.Tensor, delta: torch.Tensor, hp: FedAvgHyper
+    ) -> torch.Tensor: ...
 
 
 def select_clients(sim: Simulation, t: int, hp: ClientSampling) -> np.ndarray:
@@ -65,7 +81,7 @@ def average_step(sim: Simulation, w: torch.Tensor, uploads: Uploads, hp: Averagi
 @register("fedavg")
 class FedAvg(FederatedAlgorithm[F]):
     Hyper = FedAvgHyper
-    server_optimizer: ClassVar[ServerOptimizer | None] = None
+    server_optimizer: ClassVar[ServerStep | None] = None
 
     def __init__(self, sim: Simulation, hp: F) -> None:
         super().__init__(sim, hp)

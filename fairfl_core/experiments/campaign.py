@@ -31,9 +31,10 @@ import torch
 
 from fairfl_core.experiments import archive
 from fairfl_core.experiments.config import ExperimentConfig, config_hash
+from fairfl_core.experiments.outcome import SweepOutcome, run_one
 from fairfl_core.experiments.profiles import EXPERIMENTS, experiment_configs
 from fairfl_core.experiments.runner import cached_run, run_data
-from fairfl_core.experiments.sweep import SweepOutcome, run_one, worker_init
+from fairfl_core.experiments.sweep import worker_init
 
 __all__ = [
     "CHUNKS",

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from tqdm.auto import tqdm
 
 from fairfl_core.experiments.config import ExperimentConfig, config_hash
+from fairfl_core.experiments.outcome import SweepOutcome, run_one
 
 __all__ = ["ray_executor", "task_resources"]
 
@@ -66,8 +67,6 @@ def _run_task(cfg: ExperimentConfig, results_dir: str, device: str | None, threa
     """One run inside a Ray worker (the sweep's own failure handling: an exception becomes ``failed``)."""
     import torch
 
-    from fairfl_core.experiments.sweep import run_one
-
     torch.set_num_threads(threads)
     return run_one(cfg, results_dir, False, device)
 
@@ -84,8 +83,6 @@ def ray_executor(
     num_gpus: float | None = None,
 ):
     """Run ``configs`` as Ray tasks and return their :class:`SweepOutcome` in the order of ``configs``."""
-    from fairfl_core.experiments.sweep import SweepOutcome
-
     ray = _ray()
     resources = [task_resources(c, device, num_cpus, num_gpus) for c in configs]  # bad values: before init
     _connect(ray, ray_address, workers)

@@ -33,9 +33,8 @@ import json
 import multiprocessing as mp
 import os
 import threading
-import traceback
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,35 +42,20 @@ import torch
 from tqdm.auto import tqdm
 
 from fairfl_core.experiments.config import ExperimentConfig, apply_overrides, config_hash
+from fairfl_core.experiments.outcome import SweepOutcome, run_one
 from fairfl_core.experiments.ray_executor import ray_executor
-from fairfl_core.experiments.runner import RunResult, cached_run, run_experiment
+from fairfl_core.experiments.runner import cached_run
 from fairfl_core.experiments.store import writable_results_dir
 from fairfl_core.sim.devices import parse_device, resolve_device
 from fairfl_core.sim.rows import RowsBatcher
 
-__all__ = ["EXECUTORS", "FROM_ARCHIVE", "RunsMissing", "SweepOutcome", "expand_sweep", "run_sweep"]
+__all__ = ["EXECUTORS", "FROM_ARCHIVE", "RunsMissing", "expand_sweep", "run_sweep"]
 
 FROM_ARCHIVE = "FAIRFL_FROM_ARCHIVE"  # set: sweeps only reuse finished runs (reproduce.sh --from-archive)
 
 
 class RunsMissing(RuntimeError):
     """A sweep that may not compute (:data:`FROM_ARCHIVE`) lacks finished runs."""
-
-
-@dataclass
-class SweepOutcome:
-    config: ExperimentConfig
-    result: RunResult | None
-    error: str | None = None
-
-    @property
-    def status(self) -> str:
-        return self.result.status if self.result else "failed"
-
-    @property
-    def hash(self) -> str:
-        """The run's config hash: its directory under the results directory."""
-        return config_hash(self.config)
 
 
 def expand_sweep(d: dict[str, Any]) -> list[ExperimentConfig]:
@@ -127,21 +111,6 @@ def _check_sweep(algorithms, seeds, grid, named: bool) -> None:
         raise ValueError(
             f"sweep.grid = {grid!r} must map dotted fields to non-empty lists, e.g. {{train.lr: [0.05, 0.1]}}"
         )
-
-
-def run_one(
-    cfg: ExperimentConfig,
-    results_dir: str,
-    progress: bool,
-    device: str | None,
-    rows: RowsBatcher | None = None,
-) -> SweepOutcome:
-    try:
-        return SweepOutcome(
-            cfg, run_experiment(cfg, results_dir, progress=progress, device=device, rows=rows)
-        )
-    except Exception as exc:  # a failing run is reported, the sweep goes on
-        return SweepOutcome(cfg, None, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
 
 
 def _inline(configs, results_dir, progress, device, workers):

@@ -26,6 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from fairfl_core.experiments.config import ExperimentConfig, apply_overrides, config_hash
+from fairfl_core.experiments.outcome import SweepOutcome
 from fairfl_core.experiments.profiles import (
     EXPERIMENTS,
     PROFILES,
@@ -34,7 +35,7 @@ from fairfl_core.experiments.profiles import (
     experiment_configs,
     get_experiment,
 )
-from fairfl_core.experiments.sweep import SweepOutcome, run_sweep
+from fairfl_core.experiments.sweep import run_sweep
 from fairfl_core.report.claims import (
     NOT_CHECKED_OFFLINE,
     PAPER,

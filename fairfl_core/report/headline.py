@@ -2,11 +2,12 @@
 out, from the published pages (``published/<profile>/<page>/``).
 
 A paper's claims are the paper rows (``kind`` paper) of the counted claims tables of its pages
-(:func:`paper_pages`), one per claim and experiment (per dataset in a table without an experiment column: a
-claim not run at a profile names the paper's column, one that ran its data's label). A claim decided on a
-page of the ``paper`` profile supersedes its row on the ``quick`` page (the quick page says so,
-:func:`superseded`). Each claim counts under its ``verdict``: decided at the paper's scale (all its rounds,
-its model, real data: :func:`~fairfl_core.report.index.at_paper_scale`), decided at a reduced scale
+(:func:`~fairfl_core.report.index.paper_pages`), one per claim and experiment (per dataset in a table
+without an experiment column: a claim not run at a profile names the paper's column, one that ran its data's
+label). A claim decided on a page of the ``paper`` profile supersedes its row on the ``quick`` page (the
+quick page says so, :func:`~fairfl_core.report.index.superseded`). Each claim counts under its ``verdict``:
+decided at the paper's scale (all its rounds, its model, real data:
+:func:`~fairfl_core.report.index.at_paper_scale`), decided at a reduced scale
 (indicative only), not decided, or not checked (not run at this profile, no offline data, missing).
 
     python -m fairfl_core.report.headline            # the table, in Markdown
@@ -15,7 +16,6 @@ its model, real data: :func:`~fairfl_core.report.index.at_paper_scale`), decided
 
 from __future__ import annotations
 
-import json
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -25,67 +25,25 @@ import pandas as pd
 
 from fairfl_core.report.index import (
     DECIDED,
-    NotebookFolder,
-    at_paper_scale,
+    KEY,
+    PROFILES,
+    PUBLISHED,
     claim_outcome,
-    paper_claims,
+    page_claims,
+    paper_pages,
     scale_range,
 )
 
-__all__ = [
-    "PROFILES",
-    "PaperClaims",
-    "main_number",
-    "markdown",
-    "paper_claims_of",
-    "paper_pages",
-    "superseded",
-]
+__all__ = ["PaperClaims", "main_number", "markdown", "paper_claims_of"]
 
-PUBLISHED = Path(__file__).resolve().parents[2] / "published"
-PROFILES = ("paper", "quick")  # the first profile that decides a claim supersedes the others
-KEY = ["claim", "where"]  # a claim once per experiment (or, in a table without one, per dataset)
 SHORT = {"smaller than the paper's": "smaller", "not reproduced at the paper's size": "not at size"}
-
-
-def _rows(profile: str, page: str, root: Path) -> pd.DataFrame:
-    """The paper's claims of one published page, with their outcome, scale and where they are."""
-    folder = root / profile / page
-    if not folder.is_dir():
-        return pd.DataFrame()
-    nb = NotebookFolder(folder)
-    parts = []
-    for csv in nb.claims:
-        if csv.name not in nb.counted:
-            continue
-        table = pd.read_csv(csv)
-        rows = paper_claims(table).copy()
-        dataset = rows["dataset"].fillna("").astype(str) if "dataset" in rows else ""
-        rows["where"] = rows["experiment"].astype(str) if "experiment" in rows else dataset
-        rows["outcome"] = rows["verdict"].map(claim_outcome)
-        rows["scale"] = at_paper_scale(rows).map({True: "paper", False: "reduced"})
-        rows["profile"], rows["page"], rows["table"] = profile, page, csv.name
-        parts.append(rows)
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-
-
-def paper_pages(root: str | Path = PUBLISHED) -> dict[str, tuple[str, ...]]:
-    """Each paper's published pages, by the paper each page's bundle names (``Paper.title``, which
-    ``reproduce.sh`` records in the page's ``status.json``; a page of the package's own names none), papers
-    in alphabetical order, pages in name order."""
-    pages: dict[str, list[str]] = {}
-    for status in sorted(Path(root).glob("*/*/status.json")):
-        paper = json.loads(status.read_text()).get("paper", "")
-        if paper and status.parent.parent.name in PROFILES:
-            pages.setdefault(paper, []).append(status.parent.name)
-    return {paper: tuple(sorted(set(pages[paper]))) for paper in sorted(pages)}
 
 
 def paper_claims_of(paper: str, root: str | Path = PUBLISHED) -> pd.DataFrame:
     """Every claim of ``paper`` once: its row on the first profile of :data:`PROFILES` that decides it (or,
     when none does, on the first that lists it)."""
     root = Path(root)
-    rows = [_rows(p, page, root) for p in PROFILES for page in paper_pages(root).get(paper, ())]
+    rows = [page_claims(p, page, root) for p in PROFILES for page in paper_pages(root).get(paper, ())]
     rows = [r for r in rows if not r.empty]
     if not rows:
         return pd.DataFrame(columns=[*KEY, "outcome", "scale", "profile", "page"])
@@ -96,23 +54,6 @@ def paper_claims_of(paper: str, root: str | Path = PUBLISHED) -> pd.DataFrame:
     return (
         claims.assign(rank=rank).sort_values("rank", kind="stable").drop_duplicates(KEY).drop(columns="rank")
     )
-
-
-def superseded(page: str, root: str | Path = PUBLISHED) -> pd.DataFrame:
-    """The claims of a ``quick`` page decided on a ``paper`` page: claim, experiment (or dataset), the paper
-    page's verdict and where it is."""
-    root = Path(root)
-    quick = _rows("quick", page, root)
-    paper = pd.concat([_rows("paper", p, root) for p in _pages_with(page, root)], ignore_index=True)
-    if quick.empty or paper.empty:
-        return pd.DataFrame(columns=[*KEY, "verdict", "page"])
-    paper = paper[paper["outcome"].isin(DECIDED)]
-    hit = quick[KEY].merge(paper[[*KEY, "verdict", "page"]], on=KEY)
-    return hit.drop_duplicates(KEY).reset_index(drop=True)
-
-
-def _pages_with(page: str, root: Path) -> tuple[str, ...]:
-    return next((pages for pages in paper_pages(root).values() if page in pages), (page,))
 
 
 @dataclass(frozen=True)

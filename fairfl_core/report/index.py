@@ -47,10 +47,16 @@ __all__ = [
     "NotebookFolder",
     "claim_counts",
     "claim_outcome",
+    "KEY",
+    "PROFILES",
+    "PUBLISHED",
     "notebook_folders",
+    "page_claims",
     "page_meta",
+    "paper_pages",
     "primary_digest",
     "runs_header",
+    "superseded",
     "superseded_note",
     "what_ran",
     "paper_claims",
@@ -70,6 +76,9 @@ OUTCOMES = (
 DECIDED = OUTCOMES[:5]  # the verdict classes (report.stats.VERDICTS)
 CONCLUSIVE = ("holds", "smaller than the paper's", "not reproduced at the paper's size", "fails")
 OUTCOME_COLUMNS = ("verdict", "outcome", "result", "holds")  # first one present is a claims table's outcome
+PUBLISHED = Path(__file__).resolve().parents[2] / "published"
+PROFILES = ("paper", "quick")  # the first profile that decides a claim supersedes the others
+KEY = ["claim", "where"]  # a claim once per experiment (or, in a table without one, per dataset)
 OPEN_ROWS = 25  # a main table with more rows is folded
 FOLD_CHARS = 90  # a longer cell (an explanatory note) is folded behind its head
 WIDE_PX = 1100  # figures wider than this (PNG pixels) span the page; narrower ones go two to a row
@@ -372,12 +381,60 @@ def primary_digest(folder: Path) -> list[str]:
     return lines
 
 
+def page_claims(profile: str, page: str, root: Path) -> pd.DataFrame:
+    """The paper's claims of one published page, with their outcome, scale and where they are."""
+    folder = root / profile / page
+    if not folder.is_dir():
+        return pd.DataFrame()
+    nb = NotebookFolder(folder)
+    parts = []
+    for csv in nb.claims:
+        if csv.name not in nb.counted:
+            continue
+        table = pd.read_csv(csv)
+        rows = paper_claims(table).copy()
+        dataset = rows["dataset"].fillna("").astype(str) if "dataset" in rows else ""
+        rows["where"] = rows["experiment"].astype(str) if "experiment" in rows else dataset
+        rows["outcome"] = rows["verdict"].map(claim_outcome)
+        rows["scale"] = at_paper_scale(rows).map({True: "paper", False: "reduced"})
+        rows["profile"], rows["page"], rows["table"] = profile, page, csv.name
+        parts.append(rows)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def paper_pages(root: str | Path = PUBLISHED) -> dict[str, tuple[str, ...]]:
+    """Each paper's published pages, by the paper each page's bundle names (``Paper.title``, which
+    ``reproduce.sh`` records in the page's ``status.json``; a page of the package's own names none), papers
+    in alphabetical order, pages in name order."""
+    pages: dict[str, list[str]] = {}
+    for status in sorted(Path(root).glob("*/*/status.json")):
+        paper = json.loads(status.read_text()).get("paper", "")
+        if paper and status.parent.parent.name in PROFILES:
+            pages.setdefault(paper, []).append(status.parent.name)
+    return {paper: tuple(sorted(set(pages[paper]))) for paper in sorted(pages)}
+
+
+def superseded(page: str, root: str | Path = PUBLISHED) -> pd.DataFrame:
+    """The claims of a ``quick`` page decided on a ``paper`` page: claim, experiment (or dataset), the paper
+    page's verdict and where it is."""
+    root = Path(root)
+    quick = page_claims("quick", page, root)
+    paper = pd.concat([page_claims("paper", p, root) for p in _pages_with(page, root)], ignore_index=True)
+    if quick.empty or paper.empty:
+        return pd.DataFrame(columns=[*KEY, "verdict", "page"])
+    paper = paper[paper["outcome"].isin(DECIDED)]
+    hit = quick[KEY].merge(paper[[*KEY, "verdict", "page"]], on=KEY)
+    return hit.drop_duplicates(KEY).reset_index(drop=True)
+
+
+def _pages_with(page: str, root: Path) -> tuple[str, ...]:
+    return next((pages for pages in paper_pages(root).values() if page in pages), (page,))
+
+
 def superseded_note(folder: Path, paper_readme: str) -> str:
     """For a ``quick`` page: which of its claims a ``paper`` page decides at the paper's scale, linked."""
     if folder.parent.name != "quick":
         return ""
-    from fairfl_core.report.headline import superseded  # the main number reads this module
-
     gone = superseded(folder.name, folder.parent.parent)
     if gone.empty:
         return ""

@@ -17,8 +17,8 @@ import pandas as pd
 
 from fairfl_core import metrics
 from fairfl_core.experiments.config import ExperimentConfig, config_hash
+from fairfl_core.experiments.outcome import SweepOutcome
 from fairfl_core.experiments.store import RunStore, client_accuracy_key
-from fairfl_core.experiments.sweep import SweepOutcome
 
 __all__ = [
     "CURVE_METRICS",

@@ -13,7 +13,8 @@ import pytest
 
 from fairfl_core.experiments import sweep
 from fairfl_core.experiments.config import ExperimentConfig, apply_overrides, config_hash
-from fairfl_core.experiments.sweep import SweepOutcome, run_sweep
+from fairfl_core.experiments.outcome import SweepOutcome
+from fairfl_core.experiments.sweep import run_sweep
 from fairfl_core.sim.rows import RowsTrainer
 from tests.experiments.conftest import digits_config
 from tests.rounding import assert_close_records

@@ -7,7 +7,8 @@ import json
 
 import pandas as pd
 
-from fairfl_core.report.headline import main_number, markdown, paper_claims_of, paper_pages, superseded
+from fairfl_core.report.headline import main_number, markdown, paper_claims_of
+from fairfl_core.report.index import paper_pages, superseded
 
 
 def _page(root, profile, page, rows, paper="FedEBA+"):

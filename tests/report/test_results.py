@@ -3,9 +3,9 @@ import json
 import pytest
 
 from fairfl_core.experiments.config import config_hash
+from fairfl_core.experiments.outcome import SweepOutcome
 from fairfl_core.experiments.runner import RunResult
 from fairfl_core.experiments.store import RunStore
-from fairfl_core.experiments.sweep import SweepOutcome
 from fairfl_core.report.results import (
     load_client_accuracies,
     load_curves,
