@@ -258,12 +258,20 @@ def run_campaign(
             since_chunk = 0
         for name in finished:
             del waiting[name]
-            say(
-                f"{name}: every run finished and packed; publish it with ./reproduce.sh --profile {profile} "
-                f"--only {name} --from-archive --publish"
-            )
+            say(_finished_line(name, profile))
     pack()
     return progress
+
+
+def _finished_line(name: str, profile: str) -> str:
+    """What a campaign says when the last run of ``name`` (a page of :data:`PAGES`, or an experiment)
+    finishes."""
+    if name not in PAGES:
+        return f"{name}: every run finished and packed (an experiment, not a page)"
+    return (
+        f"{name}: every run finished and packed; publish it with ./reproduce.sh --profile {profile} --only "
+        f"{name} --from-archive --publish"
+    )
 
 
 def _timed(cfg: ExperimentConfig, results_dir: str, device: str | None) -> tuple[SweepOutcome, float]:

@@ -118,14 +118,15 @@ def test_page_order_finishes_the_page_with_the_least_compute_left_first(configs)
 def test_a_campaign_by_pages_packs_and_announces_each_page_as_its_last_run_finishes(configs, tmp_path):
     four, two, two_seed1 = configs
     results, root, lines = tmp_path / "results", tmp_path / "published", []
-    pages = {"big": [four, two_seed1], "small": [two]}
+    pages = {"quickstart": [four, two_seed1], "small": [two]}  # "small" is no page of PAGES
     progress = run_campaign(configs, "paper", results, chunk=10, root=root, pages=pages, say=lines.append)
     assert progress.done == 3 and "one page at a time" in lines[0]
     done = [line.split(":")[0] for line in lines if "every run finished and packed" in line]
-    assert done == ["small", "big"]
+    assert done == ["small", "quickstart"]
     small = lines.index(next(line for line in lines if line.startswith("small:")))
     assert lines[small - 1].startswith("packed 1 finished run(s)")  # packed before it is announced
-    assert "./reproduce.sh --profile paper --only small --from-archive --publish" in lines[small]
+    assert lines[small].endswith("(an experiment, not a page)")
+    assert "./reproduce.sh --profile paper --only quickstart --from-archive --publish" in lines[-1]
     assert [len(read_manifest(p)[2]) for p in chunks(root)] == [1, 2]
 
 
