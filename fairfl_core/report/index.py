@@ -12,6 +12,10 @@ A summary table over the notebooks, then per notebook (one paper or part of one)
 - the claims checklists and every other table folded (``<details>``), with links to the executed notebook and
   to the CSV/Markdown/LaTeX/PDF files.
 
+A ``quick`` page names the claims a ``paper`` page decides at the paper's scale (:func:`superseded`, read
+from the published pages' claims, :func:`page_claims`, grouped by paper, :func:`paper_pages`; the main
+number, ``report/headline.py``, counts from the same readers).
+
 The page is self-contained (inline CSS, relative links, no JavaScript). Layout read (written by
 ``reproduce.sh`` and the notebooks)::
 
