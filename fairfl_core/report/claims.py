@@ -149,6 +149,11 @@ class Claim:
             )
         if self.effect is not None and self.relative_effect is not None:
             raise ValueError(f"claim {self.text!r}: give effect or relative_effect, not both")
+        if self.tolerance and not self.tolerance_source:
+            raise ValueError(
+                f"claim {self.text!r}: tolerance={self.tolerance:g} needs its tolerance_source (where the "
+                "margin comes from: the paper's table, its text, or the package's choice)"
+            )
 
 
 @dataclass(frozen=True)

@@ -208,7 +208,10 @@ def test_claim_outcomes_on_three_seeds(agg, agg3):
 def test_approximate_claims_use_the_tolerance(agg3):
     # global accuracies: FedProx 75, FedAvg 71 over 3 paired seeds, d = 4 on each
     outcome = {
-        tol: _one(Claim("close", "global_acc", "FedProx", "≈", "FedAvg", tolerance=tol), agg3)["result"]
+        tol: _one(
+            Claim("close", "global_acc", "FedProx", "≈", "FedAvg", tolerance=tol, tolerance_source="test"),
+            agg3,
+        )["result"]
         for tol in (7.0, 4.0, 1.0)
     }
     assert outcome == {7.0: "holds", 4.0: "holds", 1.0: "fails"}  # d = 4 on every seed: exact
@@ -221,7 +224,7 @@ def test_claims_against_constants_and_the_paper(agg3):
     row = _one(Claim("above chance", "global_acc", "FedAvg", ">", 10), agg3, PAPER_VALUES)
     assert row["result"] == "holds" and row["reference"] == 10.0 and row["holds_in_paper"] == "holds"
     assert row["se"] == pytest.approx(1 / math.sqrt(3)) and row["df"] == pytest.approx(2.0)
-    claim = Claim("matches paper", "global_acc", "FedAvg", "≈", PAPER, tolerance=1.0)
+    claim = Claim("matches paper", "global_acc", "FedAvg", "≈", PAPER, tolerance=1.0, tolerance_source="test")
     row = _one(claim, agg3, PAPER_VALUES)
     assert row["result"] == "fails" and row["reference"] == pytest.approx(86.49)
     assert row["difference"] == pytest.approx(71.0 - 86.49) and row["holds_in_paper"] == "n/a"
@@ -242,7 +245,12 @@ def test_missing_method_or_paper_value_is_reported_not_guessed(agg):
     row = _one(Claim("q-FFL lowers the variance", "var", "q-FFL", "<", "FedAvg"), agg)
     assert row["result"] == "missing" and pd.isna(row["value"]) and row["reference"] == pytest.approx(350.0)
     assert pd.isna(row["difference"]) and pd.isna(row["se"]) and row["test"] == ""
-    assert _one(Claim("matches paper", "var", "FedAvg", "≈", PAPER, tolerance=1), agg)["result"] == "missing"
+    assert (
+        _one(Claim("matches paper", "var", "FedAvg", "≈", PAPER, tolerance=1, tolerance_source="test"), agg)[
+            "result"
+        ]
+        == "missing"
+    )
 
 
 def test_claims_are_checked_on_each_dataset_unless_one_is_named(tmp_path):
@@ -277,7 +285,11 @@ def test_a_stand_in_run_never_takes_the_real_datasets_paper_number(tmp_path):
     # the same data name (fashion_mnist), but the runs stand in for CIFAR-10: the FashionMNIST numbers
     # keyed by the real run's label must not be used
     agg = aggregate(load_runs(tmp_path, two_method_results(tmp_path, stand_in="CIFAR-10")), metrics=["var"])
-    row = _one(Claim("matches paper", "var", "FedAvg", "≈", PAPER, tolerance=1), agg, PAPER_VALUES)
+    row = _one(
+        Claim("matches paper", "var", "FedAvg", "≈", PAPER, tolerance=1, tolerance_source="test"),
+        agg,
+        PAPER_VALUES,
+    )
     assert row["dataset"] == "fashion_mnist (stand-in for CIFAR-10)" and row["result"] == "missing"
     assert pd.isna(row["reference"]) and row["data"] == "stand-in for CIFAR-10"
     # a stand-in on another column's data adds no evidence: the paper's claims are not checked there
@@ -416,3 +428,11 @@ def test_save_claims_decides_the_page_and_keeps_each_caption(tmp_path, agg3):
     assert list(a.columns[list(a.columns).index("result") + 1 :][:3]) == ["p_holm", "p_size_holm", "verdict"]
     assert (tmp_path / "claims_a.md").read_text().startswith("A's claims\n\n|")  # the caption kept
     assert (tmp_path / "claims_b.md").read_text().startswith("B's claims\n\n|")
+
+
+def test_a_margin_without_its_source_is_refused():
+    with pytest.raises(ValueError, match=r"tolerance=1 needs its tolerance_source"):
+        Claim("close", "global_acc", "A", "≈", "B", tolerance=1.0)
+    assert (
+        Claim("close", "global_acc", "A", "≈", "B", tolerance=1.0, tolerance_source="ours").tolerance == 1.0
+    )
