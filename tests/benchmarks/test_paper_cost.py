@@ -5,13 +5,14 @@ axis, which computes every row of every step, the longest client's steps."""
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from fairfl_core.experiments.config import ExperimentConfig
+from tests.experiments.conftest import digits_config
 
 ROOT = Path(__file__).parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -20,27 +21,10 @@ import paper_cost  # noqa: E402
 
 
 def _algo(client_axis: str):
-    cfg = ExperimentConfig.from_dict(
-        {
-            "seed": 0,
-            "data": {
-                "name": "digits",
-                "partition": "dirichlet",
-                "num_clients": 6,
-                "partition_options": {"alpha": 0.3},
-            },
-            "model": {"name": "mlp", "options": {"in_features": 64}},
-            "algorithm": {"name": "fedavg"},
-            "train": {
-                "rounds": 1,
-                "clients_per_round": 4,
-                "batch_size": 32,
-                "local_steps": None,
-                "local_epochs": 1,
-            },
-            "engine": {"device": "cpu", "client_axis": client_axis},
-        }
-    ).validate()
+    """FedAvg on the digits config with one local epoch, so that the clients' step counts differ."""
+    cfg = digits_config(rounds=1, clients_per_round=4, batch_size=32, local_steps=None, local_epochs=1)
+    cfg = replace(cfg, engine=replace(cfg.engine, device="cpu", client_axis=client_axis))
+    cfg.validate()
     return paper_cost.build(cfg, torch.device("cpu"))
 
 
