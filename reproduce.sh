@@ -104,8 +104,8 @@ for notebook in notebooks/*.ipynb; do
     done < <(.venv/bin/python -c 'import sys; from fairfl_core.report.publish import page_sets
 print(*page_sets(sys.argv[1]), sep="\n")' "published/$profile/$name")
   fi
+  rm -rf "$out"  # the folder holds only what this run writes: a table an earlier run wrote is not published
   mkdir -p "$out"
-  rm -f "$out/status.json" "$out/runs.jsonl"
   echo "reproduce.sh: [$profile] $file -> $out/"
   start=$(date +%s)
   if FAIRFL_RUN_LEDGER="$PWD/$out/runs.jsonl" .venv/bin/papermill "$notebook" "$out/$file.ipynb" --cwd notebooks -k python3 \

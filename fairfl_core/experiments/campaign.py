@@ -7,7 +7,8 @@ resuming anywhere, its finished runs packed into archive chunks that never chang
 profile, each distinct config once; :func:`plan` keeps those neither finished in the results directory nor
 held by an archive of the profile (``published/<profile>/runs/**.tar.xz``), cheapest first by
 :func:`cost_units`, and :func:`page_order` finishes one page at a time, the page with the least compute left
-first (:func:`campaign_pages`), so that each page can be published as soon as its own runs are done.
+first (:func:`campaign_pages`), and within it one experiment at a time, so that each page (or a notebook's
+choice of its tables) can be published as soon as its own runs are done.
 :func:`run_campaign` runs them
 (inline with one torch thread when ``workers`` is 1, else a pool of ``workers`` single-threaded processes),
 prints a line per finished run with the runs done and left and the hours left at the rate measured so far,
@@ -126,9 +127,13 @@ def campaign_configs(names: Sequence[str], profile: str) -> list[ExperimentConfi
     return list(configs.values())
 
 
-def campaign_pages(names: Sequence[str], profile: str) -> dict[str, list[ExperimentConfig]]:
-    """Each of ``names`` (a page or an experiment) → its distinct runs at ``profile``."""
-    return {name: campaign_configs([name], profile) for name in dict.fromkeys(names)}
+def campaign_pages(names: Sequence[str], profile: str) -> dict[str, dict[str, list[ExperimentConfig]]]:
+    """Each of ``names`` (a page or an experiment) → each of its experiments (:func:`experiments_of`) → that
+    experiment's distinct runs at ``profile``."""
+    return {
+        name: {experiment: campaign_configs([experiment], profile) for experiment in experiments_of([name])}
+        for name in dict.fromkeys(names)
+    }
 
 
 def plan(
@@ -159,18 +164,27 @@ def pack_chunk(
 
 
 def page_order(
-    pages: Mapping[str, Sequence[ExperimentConfig]], todo: Sequence[ExperimentConfig]
+    pages: Mapping[str, Mapping[str, Sequence[ExperimentConfig]]], todo: Sequence[ExperimentConfig]
 ) -> list[ExperimentConfig]:
-    """``todo`` one page at a time: the page with the least compute left first (:func:`cost_units` of its
-    runs in ``todo``), its runs cheapest first. A run that pages share goes with the first of them to be
-    computed; a run of no page comes last."""
+    """``todo`` one page at a time, the page with the least compute left first (:func:`cost_units` of its
+    runs in ``todo``), and within a page one experiment at a time the same way, so that a page's tables
+    can be published as each finishes; each experiment's runs cheapest first. A run that pages or
+    experiments share goes with the first of them to be computed; a run of no page comes last."""
     cost = {config_hash(c): cost_units(c) for c in todo}
     left = {config_hash(c): c for c in todo}
-    hashes = {name: list(dict.fromkeys(config_hash(c) for c in cfgs)) for name, cfgs in pages.items()}
+
+    def hashes(cfgs: Iterable[ExperimentConfig]) -> list[str]:
+        return list(dict.fromkeys(config_hash(c) for c in cfgs))
+
+    def least_left(groups: Mapping[str, list[str]]) -> list[str]:
+        return sorted(groups, key=lambda name: sum(cost.get(h, 0.0) for h in groups[name]))
+
     ordered: list[ExperimentConfig] = []
-    for name in sorted(pages, key=lambda n: sum(cost.get(h, 0.0) for h in hashes[n])):
-        mine = [left.pop(h) for h in hashes[name] if h in left]
-        ordered += sorted(mine, key=lambda c: cost[config_hash(c)])
+    for page in least_left({n: hashes(c for cfgs in e.values() for c in cfgs) for n, e in pages.items()}):
+        experiments = {name: hashes(cfgs) for name, cfgs in pages[page].items()}
+        for name in least_left(experiments):
+            mine = [left.pop(h) for h in experiments[name] if h in left]
+            ordered += sorted(mine, key=lambda c: cost[config_hash(c)])
     return ordered + sorted(left.values(), key=lambda c: cost[config_hash(c)])
 
 
@@ -212,21 +226,27 @@ def run_campaign(
     chunk: int = 10,
     root: str | Path = "published",
     device: str | None = None,
-    pages: Mapping[str, Sequence[ExperimentConfig]] | None = None,
+    pages: Mapping[str, Mapping[str, Sequence[ExperimentConfig]]] | None = None,
     say: Callable[[str], None] = print,
 ) -> Campaign:
     """Compute every missing run of ``configs`` (:func:`campaign_configs`) at ``profile`` (:func:`plan`),
-    cheapest first, or one of ``pages`` (:func:`campaign_pages`) at a time (:func:`page_order`), packing a
-    new chunk every ``chunk`` finished runs, at the start and the end, and when a page's last run finishes
-    (then saying how to publish it); returns the campaign's progress."""
+    cheapest first, or one of ``pages`` (:func:`campaign_pages`) and one of its experiments at a time
+    (:func:`page_order`), packing a new chunk every ``chunk`` finished runs, at the start and the end, and
+    when the last run of a page, or of an experiment of a page of several, finishes (then saying so, and
+    how to publish a page); returns the campaign's progress."""
     if workers < 1 or chunk < 1:
         raise ValueError(f"workers={workers}, chunk={chunk}: both must be at least 1")
     todo = plan(configs, profile, results_dir, root)
     if pages:
         todo = page_order(pages, todo)
     missing = {config_hash(c) for c in todo}
-    waiting = {n: {config_hash(c) for c in cfgs} & missing for n, cfgs in (pages or {}).items()}
-    waiting = {n: hashes for n, hashes in waiting.items() if hashes}
+    groups: dict[tuple[str, str | None], Iterable[ExperimentConfig]] = {}
+    for page, experiments in (pages or {}).items():
+        if len(experiments) > 1:
+            groups |= {(page, name): cfgs for name, cfgs in experiments.items()}
+        groups[page, None] = [c for cfgs in experiments.values() for c in cfgs]
+    waiting = {key: {config_hash(c) for c in cfgs} & missing for key, cfgs in groups.items()}
+    waiting = {key: hashes for key, hashes in waiting.items() if hashes}
     progress = Campaign(len(configs), len(todo), units_left=sum(map(cost_units, todo)))
 
     def pack() -> None:
@@ -252,20 +272,22 @@ def run_campaign(
         if outcome.error is None:
             for hashes in waiting.values():
                 hashes.discard(outcome.hash)
-        finished = [name for name, hashes in waiting.items() if not hashes]
+        finished = [key for key, hashes in waiting.items() if not hashes]
         if since_chunk >= chunk or finished:
             pack()
             since_chunk = 0
-        for name in finished:
-            del waiting[name]
-            say(_finished_line(name, profile))
+        for key in finished:
+            del waiting[key]
+            say(_finished_line(*key, profile))
     pack()
     return progress
 
 
-def _finished_line(name: str, profile: str) -> str:
-    """What a campaign says when the last run of ``name`` (a page of :data:`PAGES`, or an experiment)
-    finishes."""
+def _finished_line(name: str, experiment: str | None, profile: str) -> str:
+    """What a campaign says when the last run of ``name`` (a page of :data:`PAGES`, or an experiment), or of
+    its ``experiment``, finishes."""
+    if experiment is not None:
+        return f"{experiment} (of {name}): every run finished and packed"
     if name not in PAGES:
         return f"{name}: every run finished and packed (an experiment, not a page)"
     return (

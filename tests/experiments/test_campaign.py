@@ -109,28 +109,43 @@ def test_page_order_finishes_the_page_with_the_least_compute_left_first(configs)
     "big" runs what is left; a run of no page comes last."""
     four, two, two_seed1 = configs
     extra = replace(digits_config(rounds=3), seed=2)
-    pages = {"big": [four, two], "small": [two_seed1, two]}
+    pages = {"big": {"big": [four, two]}, "small": {"small": [two_seed1, two]}}
     order = page_order(pages, [four, two, two_seed1, extra])
     assert [config_hash(c) for c in order] == [config_hash(c) for c in (two_seed1, two, four, extra)]
     assert page_order(pages, [four]) == [four]  # a page with nothing left is skipped
 
 
+def test_page_order_finishes_a_pages_experiment_with_the_least_compute_left_first(configs):
+    """Experiment "one" (4 rounds) costs less than "three" (2 + 2 + 3 rounds), so its run comes first though
+    each run of "three" is cheaper: cheapest first across the page would have run it last."""
+    four, two, two_seed1 = configs
+    three = replace(digits_config(rounds=3), seed=2)
+    pages = {"page": {"three": [two, two_seed1, three], "one": [four]}}
+    order = page_order(pages, [two, two_seed1, three, four])
+    assert [config_hash(c) for c in order] == [config_hash(c) for c in (four, two, two_seed1, three)]
+    assert sorted(map(cost_units, (two, three, four))) == [cost_units(c) for c in (two, three, four)]
+
+
 def test_a_campaign_by_pages_packs_and_announces_each_page_as_its_last_run_finishes(configs, tmp_path):
     four, two, two_seed1 = configs
     results, root, lines = tmp_path / "results", tmp_path / "published", []
-    pages = {"quickstart": [four, two_seed1], "small": [two]}  # "small" is no page of PAGES
+    pages = {"quickstart": {"a": [four], "b": [two_seed1]}, "small": {"small": [two]}}  # "small": no page
     progress = run_campaign(configs, "paper", results, chunk=10, root=root, pages=pages, say=lines.append)
     assert progress.done == 3 and "one page at a time" in lines[0]
     done = [line.split(":")[0] for line in lines if "every run finished and packed" in line]
-    assert done == ["small", "quickstart"]
+    assert done == ["small", "b (of quickstart)", "a (of quickstart)", "quickstart"]
     small = lines.index(next(line for line in lines if line.startswith("small:")))
     assert lines[small - 1].startswith("packed 1 finished run(s)")  # packed before it is announced
     assert lines[small].endswith("(an experiment, not a page)")
     assert "./reproduce.sh --profile paper --only quickstart --from-archive --publish" in lines[-1]
-    assert [len(read_manifest(p)[2]) for p in chunks(root)] == [1, 2]
+    assert [len(read_manifest(p)[2]) for p in chunks(root)] == [1, 1, 1]
 
 
 def test_campaign_pages_maps_each_name_to_its_distinct_runs():
-    pages = campaign_pages(["quickstart", "fedeba_plus", "quickstart"], "smoke")
-    assert list(pages) == ["quickstart", "fedeba_plus"]
-    assert pages["quickstart"] == campaign_configs(["quickstart"], "smoke")
+    pages = campaign_pages(["quickstart", "fedeba_plus_ablations", "quickstart"], "smoke")
+    assert list(pages) == ["quickstart", "fedeba_plus_ablations"]
+    assert pages["quickstart"] == {"quickstart": campaign_configs(["quickstart"], "smoke")}
+    assert list(pages["fedeba_plus_ablations"]) == list(PAGES["fedeba_plus_ablations"])
+    assert pages["fedeba_plus_ablations"]["fedeba_table3_theta"] == campaign_configs(
+        ["fedeba_table3_theta"], "smoke"
+    )

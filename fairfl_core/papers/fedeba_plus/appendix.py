@@ -8,8 +8,9 @@ Fashion-MNIST columns' data, so there the paper's claims stay the paper's, "not 
 the stand-in's direction beside them.
 A Ditto row's global accuracy is its global model's, trained exactly as FedAvg's (``algorithms/ditto.py``):
 FedAvg's claim decides it, so no claim compares it. Every FedEBA+ run is in update units, a smaller local
-step than the baselines' (named in each claim's text; Tables 9–13 have no matched-step control, and the
-Table 1 runs' controls are compared on the Table 1 page)."""
+step than the baselines' (named in each claim's text). At the paper profile Tables 10, 11 and 13 run FedAvg at
+FedEBA+'s local step too, the matched-step control of their claims; Table 9 (a stand-in) has none, and the
+Table 1 runs' controls are compared on the Table 1 page."""
 
 from __future__ import annotations
 
@@ -44,10 +45,12 @@ __all__ = [
     "BUNDLE",
     "TABLE1_TABLES",
     "TABLES",
+    "TABLE_EXPERIMENTS",
     "AppendixTable",
     "appendix_tables",
     "by_table",
     "derived",
+    "left_out",
     "printed_numbers",
     "table9_claims",
     "tables17_19_claims",
@@ -247,6 +250,38 @@ TABLE1_TABLES = {
 }
 """The appendix tables each Table 1 experiment's runs reproduce (Table 19 prints Fashion-MNIST only)."""
 ACC_VAR = ("global_acc", "var", "worst5", "best5")
+TABLE_EXPERIMENTS: dict[int, tuple[str, ...]] = {
+    9: ("fedeba_table9_mlp",),
+    10: ("fedeba_table10_momentum",),
+    11: ("fedeba_table11_fedvarp",),
+    13: ("fedeba_table13_noise_fmnist", "fedeba_table13_noise_cifar10"),
+    **{table: tuple(TABLE1) for table in (17, 18, 19)},
+}
+"""The experiments each appendix table reads (Tables 17–19: the same Table 1 runs)."""
+COLUMNS = {"CIFAR-10": ("fedeba_table13_noise_cifar10", "fedeba_table1_cifar10")}
+"""The experiments of each dataset column but Fashion-MNIST's."""
+
+
+def left_out(columns: list[str] | None = None, tables: list[int] | None = None) -> dict[str, str]:
+    """The experiments a notebook run of the page leaves out, each with why: those of the columns
+    ``columns`` does not name (None: every column) and of the tables ``tables`` does not name (None: every
+    table). Tables 17, 18 and 19 read the same runs, so ``tables`` names all three or none."""
+    if columns is not None and not set(columns) <= {"FashionMNIST", *COLUMNS}:
+        raise ValueError(f"columns={columns!r}: choose None (both) or a list of ['FashionMNIST', 'CIFAR-10']")
+    if tables is not None and not set(tables) <= set(TABLE_EXPERIMENTS):
+        raise ValueError(f"tables={tables!r}: choose None (all) or a list of {list(TABLE_EXPERIMENTS)}")
+    if tables is not None and len(set(tables) & {17, 18, 19}) not in (0, 3):
+        raise ValueError(
+            f"tables={tables!r}: Tables 17, 18 and 19 read the same Table 1 runs; name all three or none"
+        )
+    out: dict[str, str] = {}
+    for column, cols in COLUMNS.items():
+        if columns is not None and column not in columns:
+            out |= dict.fromkeys(cols, f"not run (columns={columns!r})")
+    for table, names in TABLE_EXPERIMENTS.items():
+        if tables is not None and table not in tables:
+            out |= {name: f"not run (tables={tables!r})" for name in names if name not in out}
+    return out
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ from fairfl_core.papers.fedeba_plus.experiments import (
     short_profiles,
     subset_methods,
 )
+from fairfl_core.report.results import load_runs
 from fairfl_core.sim.faults import FaultConfig
 
 __all__ = [
@@ -277,6 +278,9 @@ def client_optimum_config(cfg: ExperimentConfig, steps: int) -> ExperimentConfig
 
 def client_optimum_losses(cfg: ExperimentConfig, steps: int, results_dir: str | Path) -> np.ndarray:
     """F_i(x_i*): each client's mean test loss under its local optimum (``client_optimum_config``), run and
-    cached in ``results_dir`` like any other run."""
-    done = run_experiment(client_optimum_config(cfg, steps), results_dir, progress=False)
-    return np.asarray(RunStore(done.path).records("evals")[-1]["personal_loss"], dtype=float)
+    cached in ``results_dir`` like any other run, and loaded like one (so a published page's run archive
+    holds it, ``report/results.py``)."""
+    optimum = client_optimum_config(cfg, steps)
+    run_experiment(optimum, results_dir, progress=False)
+    path = load_runs(results_dir, [optimum])["path"].iloc[0]
+    return np.asarray(RunStore(path).records("evals")[-1]["personal_loss"], dtype=float)

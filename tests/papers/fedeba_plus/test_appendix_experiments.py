@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from fairfl_core import metrics, report  # report first: it loads the experiment catalogue
+from fairfl_core.experiments import archive
 from fairfl_core.experiments.profiles import experiment_configs, get_experiment, get_profile
 from fairfl_core.experiments.runner import run_data, run_experiment
 from fairfl_core.models import build_model
@@ -19,6 +20,7 @@ from fairfl_core.papers.fedeba_plus import appendix as ra
 from fairfl_core.papers.fedeba_plus import appendix_experiments as fa
 from fairfl_core.papers.fedeba_plus import experiments as fe
 from fairfl_core.papers.fedeba_plus.experiments import FEDAVG_MATCHED
+from fairfl_core.report.results import LEDGER
 from fairfl_core.sim.context import Simulation
 from fairfl_core.sim.engine import Engine
 from tests.rounding import assert_close
@@ -219,6 +221,48 @@ def test_the_local_optima_are_a_cached_run_of_every_client_training_alone(digits
     # digits' 1,437 training samples, 7 reductions a local step (3 layers and the loss forward, 3 back) for 5
     # steps, and 5 for the test loss (3 layers, log-softmax, the mean)
     assert_close(first, expected, terms=1437, depth=7 * 5 + 5, what="optimum losses")
+
+
+def test_a_pages_ledger_lists_the_local_optima_so_its_archive_holds_them(digits_run, tmp_path, monkeypatch):
+    cfg = digits_run[0]
+    ledger = tmp_path / "runs.jsonl"
+    monkeypatch.setenv(LEDGER, str(ledger))
+    fa.client_optimum_losses(cfg, 2, tmp_path / "results")
+    assert [c.algorithm.name for c in archive.ledger_runs(ledger, tmp_path / "results")] == ["local"]
+
+
+# -- which experiments a notebook run leaves out ------------------------------------------------------------
+def test_every_column_and_table_runs_by_default():
+    assert ra.left_out() == {}
+    assert {n for names in ra.TABLE_EXPERIMENTS.values() for n in names} == set(ra.BUNDLE.experiments)
+
+
+def test_columns_and_tables_leave_out_their_experiments_and_say_why():
+    assert ra.left_out(["FashionMNIST"]) == dict.fromkeys(
+        ("fedeba_table13_noise_cifar10", "fedeba_table1_cifar10"), "not run (columns=['FashionMNIST'])"
+    )
+    only = ra.left_out(["FashionMNIST"], [17, 18, 19])
+    assert set(only) == set(ra.BUNDLE.experiments) - {"fedeba_table1_fmnist"}
+    assert only["fedeba_table1_cifar10"] == "not run (columns=['FashionMNIST'])"  # the column's reason first
+    assert only["fedeba_table10_momentum"] == "not run (tables=[17, 18, 19])"
+    assert set(ra.left_out(None, [13])) == set(ra.BUNDLE.experiments) - set(ra.TABLE_EXPERIMENTS[13])
+
+
+@pytest.mark.parametrize(
+    ("columns", "tables", "message"),
+    [
+        (["MNIST"], None, r"columns=\['MNIST'\]: choose None \(both\) or a list of"),
+        (None, [12], r"tables=\[12\]: choose None \(all\) or a list of \[9, 10, 11, 13, 17, 18, 19\]"),
+        (
+            None,
+            [13, 17],
+            r"tables=\[13, 17\]: Tables 17, 18 and 19 read the same Table 1 runs; name all three",
+        ),
+    ],
+)
+def test_a_bad_choice_of_columns_or_tables_is_one_line_naming_it(columns, tables, message):
+    with pytest.raises(ValueError, match=message):
+        ra.left_out(columns, tables)
 
 
 # -- the claims ---------------------------------------------------------------------------------------------
