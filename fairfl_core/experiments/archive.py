@@ -35,6 +35,7 @@ __all__ = [
     "ARCHIVES",
     "FILES",
     "FORMAT",
+    "archived_configs",
     "ArchiveError",
     "ArchivedRun",
     "archive_path",
@@ -126,6 +127,12 @@ def read_manifest(path: str | Path) -> tuple[str, str, list[ArchivedRun]]:
     manifest, _ = _read(Path(path))
     runs = [ArchivedRun(h, **r) for h, r in sorted(manifest["runs"].items())]
     return manifest["profile"], manifest["name"], runs
+
+
+def archived_configs(path: str | Path, hashes: Iterable[str]) -> list[ExperimentConfig]:
+    """The configs of the runs ``hashes`` that the archive at ``path`` holds, read from it."""
+    _, members = _read(Path(path))
+    return [ExperimentConfig.from_dict(json.loads(members[f"{h}/config.json"])) for h in hashes]
 
 
 def _write(path: Path, manifest: dict[str, Any], members: dict[str, bytes]) -> None:

@@ -5,8 +5,8 @@ git; the raw runs in ``results/`` are not either. :func:`publish` copies what a 
 results without rerunning them: per notebook that succeeded, its tables (CSV and Markdown) and figures
 (PNG), its ``status.json`` and a ``published.json`` (when the notebook ran, how long, from which commit:
 ``reproduce.sh`` records it in ``status.json``), and, given the results directory, the runs it loaded as
-the run archive ``published/<profile>/runs/<notebook>.tar.xz`` (but those a campaign's chunks already hold,
-:mod:`fairfl_core.experiments.campaign`; :mod:`fairfl_core.experiments.archive`:
+the run archive ``published/<profile>/runs/<notebook>.tar.xz`` (but those another archive holds: a campaign's
+chunk, :mod:`fairfl_core.experiments.campaign`, or another page's; :mod:`fairfl_core.experiments.archive`:
 ``reproduce.sh --from-archive`` rebuilds the page from it). It then writes two pages over the published
 folder: ``README.md`` (rendered by any Git host: the claims headline per notebook, its main tables inline, its
 figures) and ``index.html`` (the page of :func:`fairfl_core.report.index.write_index`).
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from fairfl_core.experiments import archive
 from fairfl_core.experiments.campaign import archived_hashes
-from fairfl_core.experiments.config import config_hash
+from fairfl_core.experiments.config import ExperimentConfig, config_hash
 from fairfl_core.report.claims import RULE
 from fairfl_core.report.index import (
     OPEN_ROWS,
@@ -106,11 +106,14 @@ def publish(
             + "\n"
         )
         if results_dir is not None and (folder / "runs.jsonl").exists():
-            # a run a campaign chunk holds stays there: the repository keeps each run once
-            chunked = archived_hashes(dest.name, dest.parent, chunks_only=True)
             configs = archive.ledger_runs(folder / "runs.jsonl", results_dir)
-            configs = [c for c in configs if config_hash(c) not in chunked]
-            archive.pack(folder.name, dest.name, configs, results_dir, dest.parent)
+            archive.pack(
+                folder.name,
+                dest.name,
+                _own_runs(dest, folder.name, configs),
+                results_dir,
+                dest.parent,
+            )
         published.append(folder.name)
     if dest.is_dir():
         (dest / "README.md").write_text(markdown_index(dest))
@@ -136,6 +139,25 @@ def _uncommitted(status: dict, runs: list[dict] | None) -> str | None:
     if dirty:
         return f"runs computed by code with uncommitted changes ({', '.join(dirty)})"
     return None
+
+
+def _own_runs(dest: Path, page: str, loaded: list[ExperimentConfig]) -> list[ExperimentConfig]:
+    """What page ``page``'s run archive holds, so that the repository keeps each run once and loses none: the
+    runs it ``loaded`` that no other archive of the profile holds (a campaign chunk, another page's archive),
+    and the runs its former archive held that another published page lists (``published.json``) and no other
+    archive holds."""
+    elsewhere = archived_hashes(dest.name, dest.parent, but=page)
+    former = dest / archive.ARCHIVES / f"{page}.tar.xz"
+    held = {r.hash for r in archive.read_manifest(former)[2]} if former.exists() else set()
+    listed = {
+        run["hash"]
+        for meta in dest.glob("*/published.json")
+        if meta.parent.name != page
+        for run in json.loads(meta.read_text()).get("runs") or ()
+    }
+    mine = [c for c in loaded if config_hash(c) not in elsewhere]
+    kept = sorted((held & listed) - elsewhere - {config_hash(c) for c in mine})
+    return mine + (archive.archived_configs(former, kept) if kept else [])
 
 
 def runs_provenance(ledger: Path) -> list[dict] | None:

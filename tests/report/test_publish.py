@@ -1,4 +1,5 @@
 import json
+import shutil
 
 import pandas as pd
 import pytest
@@ -251,7 +252,10 @@ def test_a_page_remembers_the_parameters_it_was_published_with(tmp_path):
     assert page_sets(page) == sets
 
 
-def test_a_page_leaves_the_runs_a_campaign_chunk_holds_in_the_chunk(tmp_path, monkeypatch):
+def test_a_page_archive_holds_each_run_once_and_never_drops_one_another_page_lists(tmp_path, monkeypatch):
+    """Runs a (in a campaign chunk), b (afga's page archive) and c (new): equitable_fl loads all three and
+    its archive holds c alone. afga republished with c and d keeps b, which equitable_fl lists and no other
+    archive holds, adds d and leaves c in equitable_fl's."""
     from dataclasses import replace
 
     from fairfl_core.experiments.archive import read_manifest
@@ -261,14 +265,21 @@ def test_a_page_leaves_the_runs_a_campaign_chunk_holds_in_the_chunk(tmp_path, mo
     from tests.experiments.conftest import digits_config
 
     reports, dest, results = tmp_path / "reports" / "paper", tmp_path / "published" / "paper", tmp_path / "r"
-    chunked, page_only = digits_config(rounds=1), replace(digits_config(rounds=1), seed=1)
-    for cfg in (chunked, page_only):
+    a, b, c, d = (replace(digits_config(rounds=1), seed=s) for s in range(4))
+    for cfg in (a, b, c, d):
         run_experiment(cfg, results, progress=False)
-    pack_chunk([chunked], "paper", results, dest.parent)  # computed by a campaign, committed in its chunk
-    _notebook(reports / "afga", "ok")
-    monkeypatch.setenv(LEDGER, str(reports / "afga" / "runs.jsonl"))
-    load_runs(results, [chunked, page_only])
+    pack_chunk([a], "paper", results, dest.parent)  # computed by a campaign, committed in its chunk
     monkeypatch.setattr(publish_module, "_uncommitted", lambda status, runs: None)
-    assert publish(reports, dest, results) == ["afga"]
-    _, _, runs = read_manifest(dest / "runs" / "afga.tar.xz")
-    assert [r.seed for r in runs] == [1]  # the page archive adds only what no chunk holds
+
+    def publish_page(name, loaded):
+        if (reports / name).exists():
+            shutil.rmtree(reports / name)
+        _notebook(reports / name, "ok")
+        monkeypatch.setenv(LEDGER, str(reports / name / "runs.jsonl"))
+        load_runs(results, loaded)
+        assert publish(reports, dest, results, only=[name]) == [name]
+        return sorted(r.seed for r in read_manifest(dest / "runs" / f"{name}.tar.xz")[2])
+
+    assert publish_page("afga", [a, b]) == [1]  # a stays in its chunk
+    assert publish_page("equitable_fl", [a, b, c]) == [2]  # b stays in afga's archive
+    assert publish_page("afga", [c, d]) == [1, 3]  # c is equitable_fl's; b is kept for equitable_fl
