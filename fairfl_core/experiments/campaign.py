@@ -111,11 +111,11 @@ def cost_units(cfg: ExperimentConfig) -> float:
     return float(train + cfg.train.rounds // cfg.eval.every * tested)
 
 
-def archived_hashes(profile: str, root: str | Path = "published", but: str | None = None) -> set[str]:
-    """The runs held by the archives of ``profile`` (the pages' and the chunks; ``but``: except page
-    ``but``'s own), by config hash."""
+def archived_hashes(profile: str, root: str | Path = "published", excluding: str | None = None) -> set[str]:
+    """The runs held by the archives of ``profile`` (the pages' and the chunks; ``excluding``: but page
+    ``excluding``'s own), by config hash."""
     folder = Path(root) / profile / archive.ARCHIVES
-    paths = [p for p in folder.rglob("*.tar.xz") if p != folder / f"{but}.tar.xz"]
+    paths = [p for p in folder.rglob("*.tar.xz") if p != folder / f"{excluding}.tar.xz"]
     return {r.hash for path in sorted(paths) for r in archive.read_manifest(path)[2]}
 
 

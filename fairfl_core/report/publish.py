@@ -146,7 +146,7 @@ def _own_runs(dest: Path, page: str, loaded: list[ExperimentConfig]) -> list[Exp
     runs it ``loaded`` that no other archive of the profile holds (a campaign chunk, another page's archive),
     and the runs its former archive held that another published page lists (``published.json``) and no other
     archive holds."""
-    elsewhere = archived_hashes(dest.name, dest.parent, but=page)
+    elsewhere = archived_hashes(dest.name, dest.parent, excluding=page)
     former = dest / archive.ARCHIVES / f"{page}.tar.xz"
     held = {r.hash for r in archive.read_manifest(former)[2]} if former.exists() else set()
     listed = {
