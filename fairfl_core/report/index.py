@@ -61,6 +61,7 @@ __all__ = [
     "primary_digest",
     "runs_header",
     "superseded",
+    "inline_html",
     "superseded_note",
     "what_ran",
     "paper_claims",
@@ -252,6 +253,25 @@ def _outcome_class(outcome: str) -> str:
 
 def _header(name: str) -> str:
     return html.escape(str(name)).replace("_", "_<wbr>")
+
+
+_CODE = re.compile(r"`([^`]+)`")
+_INLINE = (
+    (re.compile(r"\*\*(.+?)\*\*"), r"<strong>\1</strong>"),
+    (re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)"), r'<a href="\2">\1</a>'),
+    (re.compile(r"(?<!\w)_(.+?)_(?!\w)"), r"<em>\1</em>"),
+)
+
+
+def inline_html(text: str) -> str:
+    """One line of the Markdown the published README uses (``**bold**``, ``_italic_``, ```code```,
+    ``[text](link)``) as HTML, everything else escaped."""
+    codes = _CODE.findall(text)
+    out = html.escape(_CODE.sub("\0", text))  # a code span's place, kept out of the patterns
+    for pattern, replacement in _INLINE:
+        out = pattern.sub(replacement, out)
+    first, *rest = out.split("\0")
+    return first + "".join(f"<code>{html.escape(c)}</code>{p}" for c, p in zip(codes, rest, strict=True))
 
 
 def _cell(text: str) -> str:
@@ -602,7 +622,7 @@ class NotebookFolder:
             links.append(_link(log, root, "execution log"))
         parts.append(f"<p class='links'>Executed notebook: {' · '.join(links) or 'none'}</p>")
         meta, note = page_meta(self.folder), superseded_note(self.folder, "../paper/index.html")
-        parts += [f"<p class='links'>{html.escape(text)}</p>" for text in (meta, note) if text]
+        parts += [f"<p class='links'>{inline_html(text)}</p>" for text in (meta, note) if text]
         for csv, table in self.main.items():
             if len(table) <= OPEN_ROWS:
                 parts.append(f"<h3>{html.escape(csv.stem)}</h3><p class='links'>{_formats(csv, root)}</p>")

@@ -4,7 +4,14 @@ import struct
 import pandas as pd
 import pytest
 
-from fairfl_core.report.index import OPEN_ROWS, OUTCOMES, claim_counts, claim_outcome, write_index
+from fairfl_core.report.index import (
+    OPEN_ROWS,
+    OUTCOMES,
+    claim_counts,
+    claim_outcome,
+    inline_html,
+    write_index,
+)
 
 
 def _png(path, width, height=400):
@@ -253,3 +260,21 @@ def test_a_page_digests_its_decided_primary_claims(tmp_path):
         "- claim 1 (fmnist): **smaller than the paper's**; d = +0.50 (95 % interval +0.10 to +0.90); the "
         "paper's size +1.01; Welch t(6.1)",
     ]  # the non-primary and the undecided claims are not digested
+
+
+def test_a_pages_notes_reach_the_html_page_as_html_not_as_markdown():
+    meta = "_ran 09:24 UTC, parameters set: `columns=[FashionMNIST] tables=[17, 18, 19]`._ 95 runs of fedeba"
+    assert inline_html(meta) == (
+        "<em>ran 09:24 UTC, parameters set: <code>columns=[FashionMNIST] tables=[17, 18, 19]</code>.</em> "
+        "95 runs of fedeba"
+    )
+    note = "**12 claims are decided on [paper/x](../paper/index.html#x), which supersedes them** (<rows>)"
+    assert inline_html(note) == (
+        '<strong>12 claims are decided on <a href="../paper/index.html#x">paper/x</a>, which supersedes '
+        "them</strong> (&lt;rows&gt;)"
+    )
+    inside_a_word = "fedeba_plus_page"  # underscores inside a word are no emphasis
+    assert (
+        inline_html(f"`a<b` & `c` {inside_a_word}")
+        == f"<code>a&lt;b</code> &amp; <code>c</code> {inside_a_word}"
+    )
