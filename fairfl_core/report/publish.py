@@ -34,6 +34,7 @@ from fairfl_core.report.claims import RULE
 from fairfl_core.report.index import (
     OPEN_ROWS,
     OUTCOMES,
+    PROFILES,
     SMOKE_NOTE,
     NotebookFolder,
     former_rule_note,
@@ -62,7 +63,8 @@ def publish(
     """Copy every successful notebook folder of ``reports_dir`` (``only``: of these notebooks, e.g. the ones
     that just ran; a report left from an earlier run is not republished) to ``dest`` (replacing that
     notebook's earlier copy), pack the runs it loaded from ``results_dir`` (if given) into its run archive,
-    and rewrite ``dest/README.md`` and ``dest/index.html``; returns the published names."""
+    and rewrite ``dest/README.md`` and ``dest/index.html``, and those of the other profiles' published
+    folders beside it (their superseded notes); returns the published names."""
     src, dest = Path(reports_dir), Path(dest)
     if not src.is_dir():
         raise FileNotFoundError(f"reports directory {src} does not exist; run ./reproduce.sh first")
@@ -115,9 +117,13 @@ def publish(
                 dest.parent,
             )
         published.append(folder.name)
-    if dest.is_dir():
-        (dest / "README.md").write_text(markdown_index(dest))
-        write_index(dest)
+    # the other profiles' pages too: a quick page says which of its claims a paper page supersedes
+    others = [
+        dest.parent / p for p in PROFILES if p != dest.name and (dest.parent / p / "README.md").exists()
+    ]
+    for folder in [dest, *others] if dest.is_dir() else []:
+        (folder / "README.md").write_text(markdown_index(folder))
+        write_index(folder)
     return published
 
 

@@ -67,6 +67,21 @@ def test_publish_copies_tables_and_figures_of_successful_notebooks(tmp_path):
     assert (dest / "index.html").exists()
 
 
+def test_publishing_a_paper_page_rewrites_the_quick_pages_superseded_note(tmp_path):
+    quick, paper = tmp_path / "published" / "quick", tmp_path / "published" / "paper"
+    _notebook(tmp_path / "reports" / "quick" / "fedeba_plus", "ok")
+    publish(tmp_path / "reports" / "quick", quick)
+    assert "supersedes them here" not in (quick / "README.md").read_text()
+    _notebook(tmp_path / "reports" / "paper" / "fedeba_plus", "ok")  # the same claims, decided
+    publish(tmp_path / "reports" / "paper", paper)
+    note = "of this page's claims are decided at the paper's scale on [paper/fedeba_plus]"
+    assert note in (quick / "README.md").read_text()
+    assert (
+        '<a href="../paper/index.html#fedeba_plus">paper/fedeba_plus</a>'
+        in (quick / "index.html").read_text()
+    )
+
+
 def test_republishing_replaces_a_notebooks_files(tmp_path):
     reports, dest = tmp_path / "reports" / "paper", tmp_path / "published" / "paper"
     _notebook(reports / "gifair_fl", "ok")
