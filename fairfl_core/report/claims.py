@@ -267,6 +267,15 @@ def _sample_of(agg: pd.DataFrame, dataset: str, method: str, metric: str) -> tup
     return sample, row
 
 
+def _missing(agg: pd.DataFrame, dataset: str, methods: list[str]) -> str:
+    """A claim's result when a side has no value: "missing", saying so where a method's every run diverged."""
+    for method in methods:
+        hit = agg[(agg["dataset"] == dataset) & (agg["method"] == method)]
+        if not hit.empty and "diverged" in hit and 0 < hit["diverged"].iloc[0] == hit["runs"].iloc[0]:
+            return f"missing: {method} diverged in {hit['runs'].iloc[0]} of {hit['runs'].iloc[0]} seeds"
+    return "missing"
+
+
 def paper_verdict(claim: Claim, value: float | None, reference: float | None, size: float | None) -> str:
     """The claim on the paper's printed means (exact: the signs decide), against the size it states."""
     if value is None or reference is None:
@@ -371,7 +380,8 @@ def _check_one(
         size, anchor, size_source = None, None, STAND_IN_EFFECT if on_stand_in else ""
     relative = claim.relative_effect is not None and not on_stand_in
     if left is None or right is None or (relative and anchor is None):
-        verdict = Outcome("missing", math.nan)
+        absent = [claim.method] if left is None else [claim.than] if right is None else []
+        verdict = Outcome(_missing(agg, dataset, [n for n in absent if isinstance(n, str)]), math.nan)
     else:
         verdict = seed_outcome(
             claim.op, left[0], right[0], claim.tolerance, effect=None if relative else size, anchor=anchor

@@ -14,6 +14,7 @@ from fairfl_core.report.claims import (
     page_verdicts,
     seed_outcome,
 )
+from fairfl_core.report.index import claim_outcome
 from fairfl_core.report.results import load_runs
 from fairfl_core.report.stats import Sample
 from fairfl_core.report.tables import aggregate
@@ -251,6 +252,18 @@ def test_missing_method_or_paper_value_is_reported_not_guessed(agg):
         ]
         == "missing"
     )
+
+
+def test_a_method_whose_every_run_diverged_is_named_as_the_reason(tmp_path):
+    configs = two_method_results(tmp_path)  # FedProx, then FedAvg: 2 seeds each
+    for cfg in configs[2:]:  # every FedAvg run diverged
+        write_run(tmp_path, cfg, {4: (10.0, [10.0] * 4)}, status="diverged")
+    agg = aggregate(load_runs(tmp_path, configs), metrics=["var"])
+    row = _one(Claim("FedProx lowers the variance", "var", "FedProx", "<", "FedAvg"), agg)
+    assert row["result"] == "missing: FedAvg diverged in 2 of 2 seeds" and pd.isna(row["reference"])
+    assert claim_outcome(row["result"]) == "not checked"  # as any missing side
+    row = _one(Claim("FedAvg lowers the variance", "var", "FedAvg", "<", "FedProx"), agg)
+    assert row["result"] == "missing: FedAvg diverged in 2 of 2 seeds"
 
 
 def test_claims_are_checked_on_each_dataset_unless_one_is_named(tmp_path):
