@@ -171,10 +171,16 @@ def cmd_campaign(args) -> int:
         campaign_configs,
         campaign_pages,
         experiments_of,
+        progress_markdown,
+        progress_table,
         run_campaign,
     )
 
     results = args.results or f"results/{args.profile}"
+    pages = campaign_pages(args.pages, args.profile)
+    if args.status:
+        print(progress_markdown(progress_table(pages, args.profile, results, args.root)))
+        return 0
     print(f"campaign: {', '.join(experiments_of(args.pages))}", flush=True)
     run_campaign(
         campaign_configs(args.pages, args.profile),
@@ -184,7 +190,7 @@ def cmd_campaign(args) -> int:
         chunk=args.chunk,
         root=args.root,
         device=args.device,
-        pages=campaign_pages(args.pages, args.profile),
+        pages=pages,
         say=lambda line: print(line, flush=True),
     )
     return 0
@@ -270,6 +276,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", default=None, help="results directory (default: results/<profile>)")
     p.add_argument("--root", default="published", help="where <profile>/runs/ is (default: published)")
     p.add_argument("--device", default=None, help="cpu | cuda | cuda:N | auto (default: the configs')")
+    p.add_argument(
+        "--status",
+        action="store_true",
+        help="compute nothing: print each experiment's runs archived, finished and left, the hours its "
+        "runs took and the hours left at the measured rate",
+    )
     p.set_defaults(func=cmd_campaign)
     p = sub.add_parser("summarize", help="table of final fairness metrics, mean ± std over seeds")
     p.add_argument("results_dir")

@@ -42,6 +42,7 @@ __all__ = [
     "ledger_runs",
     "pack",
     "read_manifest",
+    "run_files",
     "unpack",
 ]
 
@@ -133,6 +134,14 @@ def archived_configs(path: str | Path, hashes: Iterable[str]) -> list[Experiment
     """The configs of the runs ``hashes`` that the archive at ``path`` holds, read from it."""
     _, members = _read(Path(path))
     return [ExperimentConfig.from_dict(json.loads(members[f"{h}/config.json"])) for h in hashes]
+
+
+def run_files(path: str | Path, file: str) -> dict[str, bytes]:
+    """``file`` (one of :data:`FILES`) of each run the archive at ``path`` holds, by config hash."""
+    if file not in FILES:
+        raise ValueError(f"{file!r} is not a file an archive holds; one of {', '.join(FILES)}")
+    manifest, members = _read(Path(path))
+    return {h: members[f"{h}/{file}"] for h in sorted(manifest["runs"])}
 
 
 def _write(path: Path, manifest: dict[str, Any], members: dict[str, bytes]) -> None:

@@ -17,11 +17,14 @@ new chunk ``published/<profile>/runs/chunks/<nnnn>.tar.xz``; when a page's last 
 and says the page can be published. A chunk is written once and never rewritten, so
 a commit of new chunks adds only new runs. A run interrupted with the machine resumes from its checkpoint if
 the work tree survived (:mod:`~fairfl_core.experiments.runner`), and is recomputed otherwise.
+:func:`progress_table` (``fairfl campaign ... --status``) says where each experiment stands without
+computing anything: runs archived, finished and left, the hours its runs took, the hours left.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import json
 import multiprocessing as mp
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -35,6 +38,7 @@ from fairfl_core.experiments.config import ExperimentConfig, config_hash
 from fairfl_core.experiments.outcome import SweepOutcome, run_one
 from fairfl_core.experiments.profiles import EXPERIMENTS, experiment_configs
 from fairfl_core.experiments.runner import cached_run, run_data
+from fairfl_core.experiments.store import RunStore
 from fairfl_core.experiments.sweep import worker_init
 
 __all__ = [
@@ -42,6 +46,7 @@ __all__ = [
     "FULL_PARTICIPATION",
     "PAGES",
     "Campaign",
+    "ExperimentProgress",
     "archived_hashes",
     "campaign_configs",
     "campaign_pages",
@@ -50,7 +55,10 @@ __all__ = [
     "pack_chunk",
     "page_order",
     "plan",
+    "progress_markdown",
+    "progress_table",
     "run_campaign",
+    "run_seconds",
 ]
 
 CHUNKS = "chunks"  # published/<profile>/runs/chunks/<nnnn>.tar.xz
@@ -282,6 +290,99 @@ def run_campaign(
             say(_finished_line(*key, profile))
     pack()
     return progress
+
+
+def run_seconds(rounds_jsonl: str | bytes) -> float:
+    """Seconds a run took: the sum of its rounds' seconds (``rounds.jsonl``; each round's evaluation is
+    counted in its round)."""
+    text = rounds_jsonl.decode() if isinstance(rounds_jsonl, bytes) else rounds_jsonl
+    return sum(json.loads(line)["seconds"] for line in text.splitlines() if line.strip())
+
+
+@dataclass(frozen=True)
+class ExperimentProgress:
+    """One experiment of a page in a campaign: its distinct runs, those an archive of the profile holds,
+    those finished in the results directory but not yet packed, those left, the hours its finished runs
+    took (measured, one process each) and the hours left at the campaign's measured rate."""
+
+    page: str
+    experiment: str
+    runs: int
+    archived: int
+    unpacked: int
+    left: int
+    hours: float
+    hours_left: float
+
+
+def progress_table(
+    pages: Mapping[str, Mapping[str, Sequence[ExperimentConfig]]],
+    profile: str,
+    results_dir: str | Path,
+    root: str | Path = "published",
+) -> list[ExperimentProgress]:
+    """Where each experiment of ``pages`` (:func:`campaign_pages`) stands, without computing anything;
+    the rate is the seconds per :func:`cost_units` measured over every finished run of ``pages``. A page
+    of several experiments ends with a row ``"all"``, and several pages with a row ``"all", "all"``, which
+    count a run that experiments share once."""
+    held = archived_hashes(profile, root)
+    seconds = _measured_seconds(profile, results_dir, root)
+    every = {config_hash(c): c for e in pages.values() for cfgs in e.values() for c in cfgs}
+    measured = [h for h in every if h in seconds]
+    units = sum(cost_units(every[h]) for h in measured)
+    rate = sum(seconds[h] for h in measured) / units if units else float("nan")
+
+    def row(page: str, experiment: str, cfgs: Iterable[ExperimentConfig]) -> ExperimentProgress:
+        runs = {config_hash(c): c for c in cfgs}
+        archived = [h for h in runs if h in held]
+        unpacked = [h for h in runs if h not in held and cached_run(runs[h], results_dir) is not None]
+        left = [c for h, c in runs.items() if h not in held and h not in unpacked]
+        return ExperimentProgress(
+            page,
+            experiment,
+            len(runs),
+            len(archived),
+            len(unpacked),
+            len(left),
+            sum(seconds.get(h, 0.0) for h in runs) / 3600,
+            rate * sum(map(cost_units, left)) / 3600 if left else 0.0,
+        )
+
+    rows = []
+    for page, experiments in pages.items():
+        rows += [row(page, name, cfgs) for name, cfgs in experiments.items()]
+        if len(experiments) > 1:
+            rows.append(row(page, "all", [c for cfgs in experiments.values() for c in cfgs]))
+    if len(pages) > 1:
+        rows.append(row("all", "all", every.values()))
+    return rows
+
+
+def progress_markdown(rows: Sequence[ExperimentProgress]) -> str:
+    """:func:`progress_table` as a Markdown table."""
+    lines = [
+        "| page | experiment | runs | archived | finished, not packed | left | hours measured | hours left |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        left = f"{r.hours_left:.1f}" if r.hours_left == r.hours_left else "rate not measured yet"
+        page, name = (f"**{n}**" if n == "all" else n for n in (r.page, r.experiment))
+        counts = f"{r.runs} | {r.archived} | {r.unpacked} | {r.left}"
+        lines.append(f"| {page} | {name} | {counts} | {r.hours:.1f} | {left} |")
+    return "\n".join(lines)
+
+
+def _measured_seconds(profile: str, results_dir: str | Path, root: str | Path) -> dict[str, float]:
+    """:func:`run_seconds` of every finished run in ``results_dir`` and in the archives of ``profile``."""
+    seconds = {
+        h: run_seconds(rounds)
+        for path in sorted((Path(root) / profile / archive.ARCHIVES).rglob("*.tar.xz"))
+        for h, rounds in archive.run_files(path, "rounds.jsonl").items()
+    }
+    for folder in Path(results_dir).glob("*/"):
+        if RunStore(folder).is_done():
+            seconds[folder.name] = run_seconds((folder / "rounds.jsonl").read_text())
+    return seconds
 
 
 def _finished_line(name: str, experiment: str | None, profile: str) -> str:

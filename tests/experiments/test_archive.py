@@ -57,6 +57,21 @@ def test_packing_is_deterministic_and_keeps_archived_runs(configs, tmp_path):
     assert n == 2 and sorted(r.seed for r in read_manifest(path)[2]) == [0, 1]  # seed 0 from the archive
 
 
+def test_run_files_reads_one_file_of_each_archived_run(configs, tmp_path):
+    results = tmp_path / "results"
+    run_sweep(configs, results, progress=False)
+    path, _, _ = pack("toy", "quick", configs, results, tmp_path)
+    rounds = archive.run_files(path, "rounds.jsonl")
+    assert rounds == {
+        config_hash(c): (results / config_hash(c) / "rounds.jsonl").read_bytes()
+        for c in sorted(configs, key=config_hash)
+    }
+    with pytest.raises(
+        ValueError, match=r"'checkpoint.pt' is not a file an archive holds; one of config.json"
+    ):
+        archive.run_files(path, "checkpoint.pt")
+
+
 def test_a_sweep_interrupted_on_one_machine_resumes_on_another(configs, tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
     run_sweep(configs[:1], one, progress=False)

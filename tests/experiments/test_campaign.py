@@ -20,7 +20,10 @@ from fairfl_core.experiments.campaign import (
     experiments_of,
     page_order,
     plan,
+    progress_markdown,
+    progress_table,
     run_campaign,
+    run_seconds,
 )
 from fairfl_core.experiments.config import config_hash
 from fairfl_core.experiments.profiles import EXPERIMENTS
@@ -149,3 +152,36 @@ def test_campaign_pages_maps_each_name_to_its_distinct_runs():
     assert pages["fedeba_plus_ablations"]["fedeba_table3_theta"] == campaign_configs(
         ["fedeba_table3_theta"], "smoke"
     )
+
+
+def test_the_status_counts_each_experiments_runs_and_measures_their_hours(configs, tmp_path):
+    four, two, two_seed1 = configs
+    results, root = tmp_path / "results", tmp_path / "published"
+    run_campaign([two], "paper", results, root=root, say=lambda _: None)  # archived in a chunk
+    run_sweep([two_seed1], results, progress=False)  # finished, not packed
+    pages = {"p": {"a": [two, four], "b": [two, two_seed1]}, "q": {"c": [four]}}
+    rows = {(r.page, r.experiment): r for r in progress_table(pages, "paper", results, root)}
+    assert list(rows) == [("p", "a"), ("p", "b"), ("p", "all"), ("q", "c"), ("all", "all")]
+    counts = {key: (r.runs, r.archived, r.unpacked, r.left) for key, r in rows.items()}
+    assert counts == {
+        ("p", "a"): (2, 1, 0, 1),
+        ("p", "b"): (2, 1, 1, 0),
+        ("p", "all"): (3, 1, 1, 1),  # the run a and b share, once
+        ("q", "c"): (1, 0, 0, 1),
+        ("all", "all"): (3, 1, 1, 1),
+    }
+    seconds = {
+        c.seed: run_seconds((results / config_hash(c) / "rounds.jsonl").read_text()) for c in (two, two_seed1)
+    }
+    assert seconds[0] > 0 and seconds[1] > 0
+    assert rows["p", "b"].hours == pytest.approx((seconds[0] + seconds[1]) / 3600, rel=1e-12)
+    rate = (seconds[0] + seconds[1]) / (cost_units(two) + cost_units(two_seed1))
+    assert rows["q", "c"].hours_left == pytest.approx(rate * cost_units(four) / 3600, rel=1e-12)
+    assert rows["p", "b"].hours_left == 0.0
+    table = progress_markdown(list(rows.values())).splitlines()
+    assert len(table) == 2 + 5 and table[-1].startswith("| **all** | **all** | 3 | 1 | 1 | 1 |")
+
+
+def test_run_seconds_add_the_rounds_seconds_by_hand():
+    rounds = '{"round": 1, "seconds": 0.25}\n{"round": 2, "seconds": 1.5}\n\n'
+    assert run_seconds(rounds) == 1.75 and run_seconds(rounds.encode()) == 1.75
