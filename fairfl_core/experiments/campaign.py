@@ -52,6 +52,7 @@ __all__ = [
     "campaign_pages",
     "cost_units",
     "experiments_of",
+    "measured_seconds",
     "pack_chunk",
     "page_order",
     "plan",
@@ -326,7 +327,7 @@ def progress_table(
     of several experiments ends with a row ``"all"``, and several pages with a row ``"all", "all"``, which
     count a run that experiments share once."""
     held = archived_hashes(profile, root)
-    seconds = _measured_seconds(profile, results_dir, root)
+    seconds = measured_seconds(profile, results_dir, root)
     every = {config_hash(c): c for e in pages.values() for cfgs in e.values() for c in cfgs}
     measured = [h for h in every if h in seconds]
     units = sum(cost_units(every[h]) for h in measured)
@@ -372,7 +373,7 @@ def progress_markdown(rows: Sequence[ExperimentProgress]) -> str:
     return "\n".join(lines)
 
 
-def _measured_seconds(profile: str, results_dir: str | Path, root: str | Path) -> dict[str, float]:
+def measured_seconds(profile: str, results_dir: str | Path, root: str | Path) -> dict[str, float]:
     """:func:`run_seconds` of every finished run in ``results_dir`` and in the archives of ``profile``."""
     seconds = {
         h: run_seconds(rounds)
