@@ -4,7 +4,9 @@ A README block between ``<!-- published: <csv path> -->`` and ``<!-- /published 
 that CSV (a :func:`fairfl_core.report.tables.results_table`, as published in ``published/<profile>/``) by
 :func:`compact_table`: one row per method, each metric's cell reading "reproduced (paper)". A block between
 ``<!-- claims -->`` and ``<!-- /claims -->`` is the main number over the published pages
-(:func:`fairfl_core.report.headline.markdown`). A block between ``<!-- readings -->`` and
+(:func:`fairfl_core.report.headline.markdown`), and one between ``<!-- scales -->`` and ``<!-- /scales -->``
+how the claims decided at both the paper's and a reduced scale compare
+(:func:`fairfl_core.report.scale_agreement.markdown`). A block between ``<!-- readings -->`` and
 ``<!-- /readings -->`` (``docs/readings.md``) lists every paper folder's ``readings.md`` by its heading
 (:func:`readings_index`). Run ``python -m fairfl_core.report.readme`` after publishing or adding a paper to
 rewrite every block of ``README.md`` and ``docs/readings.md``; the test suite checks that both agree with
@@ -24,6 +26,7 @@ __all__ = ["compact_table", "readings_index", "sync_readme"]
 
 _BLOCK = re.compile(r"(<!-- published: (?P<csv>\S+) -->\n)(?P<body>.*?)(<!-- /published -->)", re.DOTALL)
 _CLAIMS = re.compile(r"(<!-- claims -->\n)(?P<body>.*?)(<!-- /claims -->)", re.DOTALL)
+_SCALES = re.compile(r"(<!-- scales -->\n)(?P<body>.*?)(<!-- /scales -->)", re.DOTALL)
 _READINGS = re.compile(r"(<!-- readings -->\n)(?P<body>.*?)(<!-- /readings -->)", re.DOTALL)
 PAPERS_DIR = Path(__file__).resolve().parents[1] / "papers"
 TARGETS = ("README.md", "docs/readings.md")  # the files ``python -m fairfl_core.report.readme`` rewrites
@@ -95,6 +98,12 @@ def sync_readme(readme: str | Path, root: str | Path | None = None) -> tuple[str
         claims = markdown(base / "published")
         text = _CLAIMS.sub(lambda m: m.group(1) + claims + m.group(3), text)
         used.append("published/ (claims)")
+    if _SCALES.search(text):
+        from fairfl_core.report.scale_agreement import markdown as scales_markdown
+
+        scales = scales_markdown(base / "published")
+        text = _SCALES.sub(lambda m: m.group(1) + scales + m.group(3), text)
+        used.append("published/ (scales)")
     if _READINGS.search(text):
         index = readings_index(path)
         text = _READINGS.sub(lambda m: m.group(1) + index + m.group(3), text)

@@ -1,11 +1,13 @@
 """Small synthetic results directories in the real store format (config.json, evals.jsonl, summary.json),
-written through :class:`RunStore` with hand-chosen per-client accuracies."""
+written through :class:`RunStore` with hand-chosen per-client accuracies; small published claims pages."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from fairfl_core import metrics
 from fairfl_core.experiments.config import ExperimentConfig, config_hash
@@ -117,3 +119,23 @@ def two_method_results(
         )
         configs.append(cfg)
     return configs
+
+
+def claims_page(root: Path, profile: str, page: str, rows: list[dict], paper: str = "FedEBA+") -> None:
+    """A published page ``root/<profile>/<page>/`` of ``paper`` whose claims table holds ``rows``
+    (:func:`claim_row`; kind paper unless a row says otherwise)."""
+    folder = root / profile / page
+    folder.mkdir(parents=True)
+    (folder / "status.json").write_text(json.dumps({"status": "ok", "paper": paper}))
+    table = pd.DataFrame(rows)
+    kind = table["kind"].fillna("paper") if "kind" in table else "paper"
+    table.assign(kind=kind, result=table["verdict"], source='§6: "a sentence"').to_csv(
+        folder / "claims.csv", index=False
+    )
+
+
+def claim_row(claim: str, verdict: str, share: float, dataset: str = "FashionMNIST", **more) -> dict:
+    """One claims-table row of the paper's model on real data at ``share`` of the paper's rounds."""
+    model = "the paper's (mlp)"
+    return {"claim": claim, "dataset": dataset, "verdict": verdict, "rounds_share": share, "model": model,
+            "data": "real", **more}  # fmt: skip

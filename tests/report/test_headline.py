@@ -3,29 +3,10 @@ paper profile superseding the quick one, and the quick page's list of superseded
 
 from __future__ import annotations
 
-import json
-
-import pandas as pd
-
 from fairfl_core.report.headline import main_number, markdown, paper_claims_of
 from fairfl_core.report.index import paper_pages, superseded
-
-
-def _page(root, profile, page, rows, paper="FedEBA+"):
-    folder = root / profile / page
-    folder.mkdir(parents=True)
-    (folder / "status.json").write_text(json.dumps({"status": "ok", "paper": paper}))
-    table = pd.DataFrame(rows)
-    kind = table["kind"].fillna("paper") if "kind" in table else "paper"
-    table.assign(kind=kind, result=table["verdict"], source='§6: "a sentence"').to_csv(
-        folder / "claims.csv", index=False
-    )
-
-
-def _claim(claim, verdict, share, dataset="FashionMNIST", **more):
-    model = "the paper's (mlp)"
-    return {"claim": claim, "dataset": dataset, "verdict": verdict, "rounds_share": share, "model": model,
-            "data": "real", **more}  # fmt: skip
+from tests.report.conftest import claim_row as _claim
+from tests.report.conftest import claims_page as _page
 
 
 def test_the_paper_profile_supersedes_quick_and_each_scale_is_counted_apart(tmp_path):
