@@ -23,12 +23,14 @@ another shape (AFGA's gossip between local steps) overrides ``round`` itself and
 with the same bookkeeping: ``skipped`` (no upload arrived), ``adopt_running`` (BatchNorm statistics),
 ``report`` (the round's diagnostics and faults).
 
-Everything an algorithm keeps across rounds lives in ``self.state`` (checkpointed as is); anything passed
+Everything an algorithm keeps across rounds lives in ``self.state`` (checkpointed as is; ``state_dict`` is a
+snapshot, so a memory may be updated in place); anything passed
 within a round travels in the ``Plan`` and ``Uploads``, never in attributes.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar, get_args
@@ -228,10 +230,13 @@ class FederatedAlgorithm(Generic[H]):
         return None
 
     def state_dict(self) -> dict[str, Any]:
-        return dict(self.state)
+        """A snapshot of ``self.state``: later rounds, which update per-client memories in place
+        (``server_plugins.remember_rows``), leave it as it was."""
+        return copy.deepcopy(self.state)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.state = dict(state)
+        """Continue from ``state`` (a :meth:`state_dict`), sharing no memory with it."""
+        self.state = copy.deepcopy(state)
         if "running" in self.state:
             self.adopt_running(self.state["running"])
 

@@ -69,5 +69,5 @@ class ClusteredSampling(FederatedAlgorithm[ClusteredSamplingHyper]):
         """FedAvg's step; the uploaded updates (from the model the clients received) become the clients'
         representative gradients (one per client drawn twice)."""
         updates = uploads.params - self.w
-        self.state["rep_grads"] = remember_rows(self.state["rep_grads"], uploads.clients, updates)
+        remember_rows(self.state["rep_grads"], uploads.clients, updates)
         return average_step(self.sim, self.w, uploads, self.hp)

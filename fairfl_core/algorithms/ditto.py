@@ -60,7 +60,7 @@ class Ditto(FedAvg[DittoHyper]):
         start, seed = self.state["personal"][plan.clients], self.sim.seed_for(t, "batches")
         personal = self.sim.engine.train(plan.clients, start, spec, seed, faults.train_work)
         kept = faults.kept(personal.params)
-        self.state["personal"] = remember_rows(self.state["personal"], faults.survivors, kept)
+        remember_rows(self.state["personal"], faults.survivors, kept)
         return LocalResult(result.params, result.train_loss, {"personal_train_loss": personal.train_loss})
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:

@@ -131,7 +131,7 @@ class FairFed(FederatedAlgorithm[FairFedHyper]):
             group_counts = self.sim.engine.group_counts(self.w, clients, split="train").cpu().numpy()
             gaps, extra = fairfed_group_gaps(acc.cpu().numpy(), sizes, group_counts)
         fair = fairfed_update(self.state["fair_weights"][clients], gaps, self.hp.beta)
-        self.state["fair_weights"] = remember_rows(self.state["fair_weights"], clients, fair)
+        remember_rows(self.state["fair_weights"], clients, fair)
         p = self.sim.tensor(fairfed_weights(fair, sizes), self.w.dtype)
         new_w = averaged(self.w, uploads.params, p, self.hp.server_lr)
         return Update(new_w, p, self.hp.server_lr, {"gaps": gaps.tolist(), "weights": p.tolist(), **extra})

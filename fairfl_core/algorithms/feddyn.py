@@ -66,7 +66,7 @@ class FedDyn(FederatedAlgorithm[FedDynHyper]):
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         clients, local, alpha = uploads.clients, uploads.params, self.hp.alpha
         h_i = self.state["h_i"][self.sim.tensor(clients)]
-        self.state["h_i"] = remember_rows(self.state["h_i"], clients, h_i - alpha * (local - self.w))
+        remember_rows(self.state["h_i"], clients, h_i - alpha * (local - self.w))
         w, self.state["h"] = feddyn_server_step(self.w, self.state["h"], local, alpha, self.sim.num_clients)
         p = torch.full((len(clients),), 1.0 / len(clients), dtype=self.w.dtype, device=self.w.device)
         return Update(w, p, diagnostics={"h_norm": float(self.state["h"].norm())})

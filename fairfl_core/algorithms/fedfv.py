@@ -133,10 +133,8 @@ class FedFV(FedAvg[FedFVHyper]):
         p = average_weights(self.sim, clients, self.hp, self.w)
         g = p @ fedfv_project(grads, loss, self.hp.alpha, self.sim.tensor)
         if self.hp.tau > 0:  # remember g_k before the history step, which includes this round (k = 0)
-            self.state["history"] = remember_rows(self.state["history"], clients, grads)
-            self.state["last_round"] = remember_rows(
-                self.state["last_round"], clients, np.full(len(clients), t)
-            )
+            remember_rows(self.state["history"], clients, grads)
+            remember_rows(self.state["last_round"], clients, np.full(len(clients), t))
             if t + 1 >= self.hp.tau:  # FLGo counts rounds from 1: ``current_round >= tau``
                 history, last_round = self.state["history"], self.state["last_round"]
                 g = fedfv_history_project(g, history, last_round, t, self.hp.tau, self.sim.tensor)

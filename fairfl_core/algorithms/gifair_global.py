@@ -289,7 +289,7 @@ class GroupPenalty:
         refreshed cache, with the scales the clients were sent."""
         sent = self.scales(state, uploads.clients)  # the cache before the refresh
         fresh = LOSS_SOURCES[self.loss_source](self.sim, state["w"], uploads.clients, uploads.result)
-        state["losses"] = remember_rows(state["losses"], uploads.clients, fresh.double().cpu().numpy())
+        remember_rows(state["losses"], uploads.clients, fresh.double().cpu().numpy())
         cached = state["losses"]
         per_group = group_losses(cached, self.groups)
         diagnostics: dict[str, Any] = {

@@ -64,13 +64,11 @@ class GIFAIRPer(FedAvg[GIFAIRPerHyper]):
 
     def apply(self, update: Update, uploads: Uploads) -> None:
         """The new model and the refreshed loss cache, then θ_k ← the post-training local model of each
-        uploading client (out of place)."""
+        uploading client (in place)."""
         super().apply(update, uploads)
         update.diagnostics.update(self.penalty.refresh(self.state, uploads))
-        self.state["personal"] = remember_rows(self.state["personal"], uploads.clients, uploads.params)
-        self.state["trained"] = remember_rows(
-            self.state["trained"], uploads.clients, np.ones(len(uploads.clients), dtype=bool)
-        )
+        remember_rows(self.state["personal"], uploads.clients, uploads.params)
+        remember_rows(self.state["trained"], uploads.clients, np.ones(len(uploads.clients), dtype=bool))
 
     def personal_params(self) -> torch.Tensor:
         """θ_k for every client that has trained, the current global model for the others."""

@@ -46,7 +46,7 @@ class LocalOnly(FederatedAlgorithm[LocalOnlyHyper]):
 
     def aggregate(self, t: int, plan: Plan, uploads: Uploads) -> Update:
         """Nothing is aggregated: the survivors' models replace theirs; the global model stays w_0."""
-        self.state["personal"] = remember_rows(self.state["personal"], uploads.clients, uploads.params)
+        remember_rows(self.state["personal"], uploads.clients, uploads.params)
         return Update(self.w)
 
     def personal_params(self) -> torch.Tensor:

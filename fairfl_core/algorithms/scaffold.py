@@ -93,6 +93,6 @@ class Scaffold(FedAvg[ScaffoldHyper]):
         steps = torch.as_tensor(uploads.steps)
         c_plus = scaffold_client_controls(c_i, self.state["c"], self.w, uploads.params, steps, plan.spec.lr)
         self.state["c"] = scaffold_server_control(self.state["c"], c_plus - c_i, self.sim.num_clients)
-        self.state["c_i"] = remember_rows(self.state["c_i"], clients, c_plus)
+        remember_rows(self.state["c_i"], clients, c_plus)
         update.diagnostics["control_norm"] = float(self.state["c"].norm())
         return update

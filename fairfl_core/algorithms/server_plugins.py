@@ -45,17 +45,17 @@ def fedvarp_correction(memory: torch.Tensor, clients: np.ndarray, p: torch.Tenso
     return memory.mean(dim=0) - p.to(memory) @ memory[rows]
 
 
-def remember_rows(memory: Memory, clients: np.ndarray, values: Memory) -> Memory:
+def remember_rows(memory: Memory, clients: np.ndarray, values: Memory) -> None:
     """``memory[i] ← values[row of i]`` for the clients of a round (the first row of a client drawn twice
-    with replacement), out of place so that saved states stay put. Every per-client server memory uses it
-    (FedVARP's y_i, SCAFFOLD's c_i, Ditto's v_k, GIFAIR-FL's loss cache, ...); a tensor or a numpy array."""
+    with replacement), in place (a copy of an ``[N, P]`` memory each round would cost more than the round's
+    aggregation; ``state_dict`` snapshots). Every per-client server memory uses it (FedVARP's y_i, Ditto's
+    v_k, FedFV's gradient history, GIFAIR-FL's loss cache, ...); a tensor or a numpy array."""
     ids, first = np.unique(clients, return_index=True)
     if isinstance(memory, np.ndarray):
-        out = memory.copy()
-        out[ids] = np.asarray(values)[first]
-        return out
+        memory[ids] = np.asarray(values)[first]
+        return
     rows = to_device(ids, memory.device)
-    return memory.index_copy(0, rows, values[to_device(first, values.device)].to(memory))
+    memory.index_copy_(0, rows, values[to_device(first, values.device)].to(memory))
 
 
 class ServerPlugins:
@@ -99,7 +99,7 @@ class ServerPlugins:
             p = uniform if self.uniform_varp or weights is None else weights
             memory = state["varp_memory"]
             step = step + server_lr * fedvarp_correction(memory, clients, p)
-            state["varp_memory"] = remember_rows(memory, clients, params - w)
+            remember_rows(memory, clients, params - w)
         if self.momentum:
             step = state["server_velocity"] = momentum_velocity(state["server_velocity"], step, self.momentum)
         return w + step

@@ -133,7 +133,7 @@ class SubTrunc(FederatedAlgorithm[SubTruncHyper]):
         loss at the model received, and with stale gradients, their gradient (the selector's refresh)."""
         if self.hp.loss_mode == "stale":
             fresh = self.client_losses(uploads.clients)
-            self.state["losses"] = remember_rows(self.state["losses"], uploads.clients, fresh)
+            remember_rows(self.state["losses"], uploads.clients, fresh)
         self.selector.refresh(self.state, self.w, uploads.clients)
         update = average_step(self.sim, self.w, uploads, self.hp)
         update.diagnostics.update(plan.notes)

@@ -53,7 +53,8 @@ def test_control_identities_hold_after_each_round(work):
         clients = select_clients(sim, r, algo.hp)
         spec = algo.configure(r).spec
         local = sim.engine.train(clients, algo.w, spec, sim.seed_for(r, "batches")).params
-        w, c, c_i = algo.w, algo.state["c"], algo.state["c_i"]
+        before = algo.state_dict()  # a snapshot: the round updates c_i in place
+        w, c, c_i = before["w"], before["c"], before["c_i"]
         algo.round(r)
         # K_i: 3 steps, or one epoch of ⌈n_i / 4⌉ minibatches (2, 3, 5, 6, 7, 8 for the six clients);
         # η_l: the round's decayed client learning rate 0.2 · 0.5^r, the one the local steps used

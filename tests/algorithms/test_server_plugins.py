@@ -29,12 +29,29 @@ def test_fedvarp_correction_by_hand():
     assert_close(c, torch.tensor([4 / 3 - 2.5, 5 / 3 - 2.25], dtype=F64), **bound)
 
 
-def test_remember_rows_writes_the_selected_rows_out_of_place():
+def test_remember_rows_writes_the_selected_rows_in_place():
     memory = torch.zeros(3, 2, dtype=F64)
     deltas = torch.tensor([[1.0, 1.0], [2.0, 2.0], [9.0, 9.0]], dtype=F64)
-    new = remember_rows(memory, np.array([2, 0, 2]), deltas)  # client 2 twice: its first update counts
-    assert torch.equal(new, torch.tensor([[2.0, 2.0], [0.0, 0.0], [1.0, 1.0]], dtype=F64))
-    assert not memory.any()
+    remember_rows(memory, np.array([2, 0, 2]), deltas)  # client 2 twice: its first update counts
+    assert torch.equal(memory, torch.tensor([[2.0, 2.0], [0.0, 0.0], [1.0, 1.0]], dtype=F64))
+    losses = np.zeros(3)
+    remember_rows(losses, np.array([1, 1]), np.array([5.0, 7.0]))
+    assert losses.tolist() == [0.0, 5.0, 0.0]
+
+
+def test_a_state_dict_is_a_snapshot_that_later_rounds_leave_alone():
+    algo = build_algorithm("fedavg", tiny_sim(), VARP)
+    run_rounds(algo, 2)
+    saved = algo.state_dict()
+    kept = copy.deepcopy(saved)
+    resumed = build_algorithm("fedavg", tiny_sim(), VARP)
+    resumed.load_state_dict(saved)
+    algo.round(2)
+    assert all(torch.equal(saved[k], kept[k]) for k in ("w", "varp_memory"))  # the memory moved in place
+    assert not torch.equal(algo.state["varp_memory"], saved["varp_memory"])
+    assert torch.equal(resumed.state["varp_memory"], kept["varp_memory"])  # it shares nothing with algo
+    resumed.round(2)
+    assert torch.equal(resumed.state["varp_memory"], algo.state["varp_memory"])
 
 
 def _fake_round(algo, clients, params, new_w=None):
