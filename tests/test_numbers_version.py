@@ -17,7 +17,7 @@ from fairfl_core.experiments.runner import run_experiment
 from fairfl_core.experiments.store import RecoveryWarning, RunStore
 from fairfl_core.models import MODELS
 from tests import golden
-from tests.rounding import assert_close
+from tests.rounding import unit_roundoff
 
 
 def test_every_algorithm_and_model_family_has_a_golden_of_its_current_version():
@@ -42,20 +42,15 @@ def changed_goldens(old: dict, new: dict) -> list[str]:
 
 def test_the_goldens_compute_the_numbers_recorded_with_their_versions():
     """Bit for bit under the pinned kernels (tests/golden.py). On a machine whose pinned kernels still round
-    otherwise (the probe differs), each golden's last evaluation at the rounding bound instead: the longest
-    sum is an evaluation over digits' 1,437 training samples, through 7 reductions a local step for 2 rounds
-    of 2 steps and a final evaluation."""
+    otherwise (the probe differs), each golden's last evaluation at the rounding bound instead
+    (``golden.LAST_EVAL_BOUND``)."""
     old, new = golden.stored(), golden.compute_pinned()
     if new["probe"] != old["probe"]:
         warnings.warn(
             "this CPU computes the golden probe otherwise: goldens compared at the rounding bound",
             stacklevel=1,
         )
-        for name, g in new["goldens"].items():
-            for key, value in g["last"].items():
-                assert_close(
-                    value, old["goldens"][name]["last"][key], terms=1437, depth=35, what=f"{name} {key}"
-                )
+        golden.assert_last_evals_close(old, new)
         return
     changed = changed_goldens(old, new)
     assert not changed, (
@@ -73,6 +68,36 @@ def test_new_numbers_are_recorded_only_under_a_new_version():
     assert golden.refused_updates(old, same_version) == ["a"]
     assert golden.refused_updates(old, bumped) == [] and golden.refused_updates(old, old) == []
     assert golden.refused_updates(old, new_default) == []  # a changed default: the run cache catches it
+
+
+def test_a_rebase_records_another_machines_bits_only_for_the_same_code():
+    """``--rebase``: refused on a machine that computes the probe as recorded, for a golden whose version or
+    hyperparameters changed, and for one whose last evaluation moved beyond the rounding bound; accepted
+    where only the last bits moved."""
+
+    def goldens(probe, version="c1.a1.m1", loss=2.0):
+        g = {"fingerprint": f"{probe}{loss}", "numbers_version": version, "hyper": {"q": 1}}
+        return {"probe": probe, "goldens": {"a": {**g, "last": {"global_loss": loss}}}}
+
+    old = goldens("amd")
+    last_bit = 2.0 + 2 * unit_roundoff() * 2.0  # one unit in the last place
+    assert golden.refused_rebase(old, goldens("intel", loss=last_bit)) == []
+    assert "computes the probe as recorded" in golden.refused_rebase(old, goldens("amd", loss=last_bit))[0]
+    assert "numbers version" in golden.refused_rebase(old, goldens("intel", "c1.a2.m1"))[0]
+    assert "beyond the rounding bound" in golden.refused_rebase(old, goldens("intel", loss=2.001))[0]
+
+
+def test_the_probe_covers_the_vector_math_that_rounds_otherwise_by_processor(monkeypatch):
+    """The probe passes through torch's float64 sqrt and log (MKL's vector math, which differs between
+    processors under MKL_CBWR): a machine whose sqrt rounds otherwise computes another probe."""
+    import numpy as np
+
+    real_sqrt = torch.Tensor.sqrt
+    recorded = golden.probe()
+    monkeypatch.setattr(
+        torch.Tensor, "sqrt", lambda t: torch.from_numpy(np.nextafter(real_sqrt(t).numpy(), np.inf))
+    )
+    assert golden.probe() != recorded
 
 
 def test_versions_name_the_algorithm_and_the_model_family(monkeypatch):
