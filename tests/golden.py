@@ -26,10 +26,16 @@ the test's output).
     python -m tests.golden --update    # record new fingerprints; refused for a golden whose numbers changed
                                        # while its numbers version and resolved hyperparameters did not:
                                        # bump the version first
-    python -m tests.golden --rebase    # record this machine's bits where its probe differs from the
-                                       # recorded one (or the probe itself changed); refused unless every
-                                       # golden keeps its version and hyperparameters and agrees with the
-                                       # recorded one at the rounding bound
+    python -m tests.golden --rebase    # add this machine's bits beside the recorded machines' (its probe
+                                       # differs from theirs); refused unless every golden keeps its version
+                                       # and hyperparameters and agrees with the recorded one at the
+                                       # rounding bound
+
+``golden.json`` holds one full record (``probe``, ``goldens``: each golden's numbers version, resolved
+hyperparameters, fingerprint and last evaluation) and, under ``machines``, the fingerprints of other machines
+by their probe, so that each kind of machine a developer works on compares bit for bit. ``--update`` makes
+this machine's goldens the full record and drops the other machines' fingerprints when numbers changed
+(``--rebase`` on those machines adds them again).
 """
 
 from __future__ import annotations
@@ -258,6 +264,23 @@ def stored() -> dict[str, Any]:
     return json.loads(GOLDEN_FILE.read_text()) if GOLDEN_FILE.exists() else {"probe": None, "goldens": {}}
 
 
+def recorded_for(old: dict[str, Any], probe: str) -> dict[str, Any] | None:
+    """The stored goldens as the machine that computes ``probe`` recorded them (the full record, or its
+    fingerprints from ``machines`` over the full record's other fields), or None when no machine like it
+    recorded them."""
+    if probe == old["probe"]:
+        return old
+    prints = old.get("machines", {}).get(probe)
+    if prints is None:
+        return None
+    return {
+        "probe": probe,
+        "goldens": {
+            name: {**g, "fingerprint": prints[name]} for name, g in old["goldens"].items() if name in prints
+        },
+    }
+
+
 def refused_updates(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Goldens whose fingerprint changed while neither their numbers version nor their resolved
     hyperparameters did (a changed default is a changed config, which the run cache already catches)."""
@@ -269,6 +292,34 @@ def refused_updates(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         and g["numbers_version"] == old["goldens"][name]["numbers_version"]
         and g.get("hyper") == old["goldens"][name].get("hyper")
     ]
+
+
+def retuned(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Goldens of ``new`` recorded in ``old`` under another numbers version or resolved hyperparameters."""
+    return [
+        name
+        for name, g in new["goldens"].items()
+        if name in old["goldens"]
+        and (g["numbers_version"], g.get("hyper"))
+        != (old["goldens"][name]["numbers_version"], old["goldens"][name].get("hyper"))
+    ]
+
+
+def with_machine(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``old`` with ``new``'s machine (its probe) and fingerprints added under ``machines``."""
+    prints = {name: g["fingerprint"] for name, g in new["goldens"].items()}
+    return {**old, "machines": {**old.get("machines", {}), new["probe"]: prints}}
+
+
+def updated(old: dict[str, Any], new: dict[str, Any], changed: list[str]) -> tuple[dict[str, Any], int]:
+    """The record ``--update`` writes: ``new`` (this machine's goldens) as the full record, with the other
+    recorded machines' fingerprints (the former full record's among them) kept when nothing ``changed`` and
+    dropped when something did (they no longer hold); and how many machines were dropped."""
+    full = {old["probe"]: {name: g["fingerprint"] for name, g in old["goldens"].items()}}
+    others = {p: f for p, f in {**old.get("machines", {}), **full}.items() if p != new["probe"]}
+    if changed:
+        return new, len(others)
+    return ({**new, "machines": others} if others else new), 0
 
 
 LAST_EVAL_BOUND = {"terms": 1437, "depth": 35}
@@ -287,18 +338,17 @@ def assert_last_evals_close(old: dict[str, Any], new: dict[str, Any]) -> None:
 
 
 def refused_rebase(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Why ``new`` (this machine's goldens) may not replace ``old``: none when the probes differ and every
-    golden has the same numbers version and resolved hyperparameters as its recorded one and agrees with its
-    last evaluation at the rounding bound."""
-    if new["probe"] == old["probe"]:
-        return ["this machine computes the probe as recorded: its bits are the recorded ones (use --update)"]
+    """Why ``new`` (this machine's goldens) may not join ``old``'s machines: none when no recorded machine
+    computes its probe and every golden has the same numbers version and resolved hyperparameters as its
+    recorded one and agrees with its last evaluation at the rounding bound."""
+    if recorded_for(old, new["probe"]) is not None:
+        return [
+            "a machine that computes this probe is recorded: its bits are the recorded ones (use --update)"
+        ]
     if set(new["goldens"]) != set(old["goldens"]):
         return [f"the goldens differ: {sorted(set(new['goldens']) ^ set(old['goldens']))} (use --update)"]
     reasons = [
-        f"{name}: numbers version or hyperparameters changed (use --update)"
-        for name, g in new["goldens"].items()
-        if (g["numbers_version"], g.get("hyper"))
-        != (old["goldens"][name]["numbers_version"], old["goldens"][name].get("hyper"))
+        f"{name}: numbers version or hyperparameters changed (use --update)" for name in retuned(old, new)
     ]
     try:
         assert_last_evals_close(old, new)
@@ -317,14 +367,22 @@ def main(argv: list[str]) -> int:
         if reasons:
             print("refused: " + "; ".join(reasons), file=sys.stderr)
             return 1
-        GOLDEN_FILE.write_text(json.dumps(new, indent=1, sort_keys=True) + "\n")
-        print(f"wrote {GOLDEN_FILE.relative_to(ROOT)}: this machine's bits, each within the rounding bound")
+        _write(with_machine(old, new))
+        print(f"added this machine's bits to {GOLDEN_FILE.relative_to(ROOT)}, each within the rounding bound")
         return 0
-    changed = sorted(n for n, g in new["goldens"].items() if old["goldens"].get(n) != g)
+    mine = recorded_for(old, new["probe"])
+    if mine is None:
+        print(
+            "no recorded machine computes this probe: the golden test compares the goldens here at the "
+            "rounding bound; `--rebase` adds this machine's bits",
+            file=sys.stderr,
+        )
+        return 1
+    changed = sorted(n for n, g in new["goldens"].items() if mine["goldens"].get(n) != g)
     print(f"{len(changed)} golden(s) changed: {', '.join(changed) or 'none'}")
     if argv[:1] != ["--update"]:
         return 1 if changed else 0
-    refused = refused_updates(old, new)
+    refused = refused_updates(mine, new)
     if refused:
         print(
             f"refused: the numbers of {refused} changed but their numbers versions did not; bump the entries "
@@ -332,9 +390,16 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 1
-    GOLDEN_FILE.write_text(json.dumps(new, indent=1, sort_keys=True) + "\n")
+    record, dropped = updated(old, new, changed)
+    if dropped:
+        print(f"dropped the fingerprints of {dropped} other machine(s): `--rebase` there adds them again")
+    _write(record)
     print(f"wrote {GOLDEN_FILE.relative_to(ROOT)}")
     return 0
+
+
+def _write(record: dict[str, Any]) -> None:
+    GOLDEN_FILE.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

@@ -45,14 +45,16 @@ def test_the_goldens_compute_the_numbers_recorded_with_their_versions():
     otherwise (the probe differs), each golden's last evaluation at the rounding bound instead
     (``golden.LAST_EVAL_BOUND``)."""
     old, new = golden.stored(), golden.compute_pinned()
-    if new["probe"] != old["probe"]:
+    mine = golden.recorded_for(old, new["probe"])
+    if mine is None:
         warnings.warn(
-            "this CPU computes the golden probe otherwise: goldens compared at the rounding bound",
+            "no recorded machine computes the golden probe as this CPU does: goldens compared at the "
+            "rounding bound (`python -m tests.golden --rebase` records this machine's bits)",
             stacklevel=1,
         )
         golden.assert_last_evals_close(old, new)
         return
-    changed = changed_goldens(old, new)
+    changed = changed_goldens(mine, new)
     assert not changed, (
         f"the numbers of {changed} changed: bump the numbers version of what changed in "
         "fairfl_core/numbers_version.py (ALGORITHMS[name] for one algorithm, MODEL_FAMILIES[family] for one "
@@ -71,9 +73,9 @@ def test_new_numbers_are_recorded_only_under_a_new_version():
 
 
 def test_a_rebase_records_another_machines_bits_only_for_the_same_code():
-    """``--rebase``: refused on a machine that computes the probe as recorded, for a golden whose version or
+    """``--rebase``: refused on a machine that computes a recorded probe, for a golden whose version or
     hyperparameters changed, and for one whose last evaluation moved beyond the rounding bound; accepted
-    where only the last bits moved."""
+    where only the last bits moved, after which each machine is compared with its own fingerprints."""
 
     def goldens(probe, version="c1.a1.m1", loss=2.0):
         g = {"fingerprint": f"{probe}{loss}", "numbers_version": version, "hyper": {"q": 1}}
@@ -81,10 +83,32 @@ def test_a_rebase_records_another_machines_bits_only_for_the_same_code():
 
     old = goldens("amd")
     last_bit = 2.0 + 2 * unit_roundoff() * 2.0  # one unit in the last place
-    assert golden.refused_rebase(old, goldens("intel", loss=last_bit)) == []
-    assert "computes the probe as recorded" in golden.refused_rebase(old, goldens("amd", loss=last_bit))[0]
+    intel = goldens("intel", loss=last_bit)
+    assert golden.refused_rebase(old, intel) == []
+    assert "is recorded" in golden.refused_rebase(old, goldens("amd", loss=last_bit))[0]
     assert "numbers version" in golden.refused_rebase(old, goldens("intel", "c1.a2.m1"))[0]
     assert "beyond the rounding bound" in golden.refused_rebase(old, goldens("intel", loss=2.001))[0]
+    both = golden.with_machine(old, intel)
+    # each machine compares against its own bits; a third is not recorded, and the second may not rebase again
+    assert golden.recorded_for(both, "amd")["goldens"] == old["goldens"]
+    assert (
+        golden.recorded_for(both, "intel")["goldens"]["a"]["fingerprint"]
+        == intel["goldens"]["a"]["fingerprint"]
+    )
+    assert golden.recorded_for(both, "arm") is None
+    assert "is recorded" in golden.refused_rebase(both, intel)[0]
+
+
+def test_an_update_keeps_the_other_machines_only_when_no_numbers_changed():
+    def record(probe, fp):
+        return {"probe": probe, "goldens": {"a": {"fingerprint": fp, "numbers_version": "c1.a1.m1"}}}
+
+    old = golden.with_machine(record("amd", "x"), record("intel", "y"))
+    same, dropped = golden.updated(old, record("intel", "y"), changed=[])
+    assert dropped == 0 and same["probe"] == "intel" and same["machines"] == {"amd": {"a": "x"}}
+    assert golden.recorded_for(same, "amd")["goldens"]["a"]["fingerprint"] == "x"
+    bumped, dropped = golden.updated(old, record("intel", "z"), changed=["a"])
+    assert dropped == 1 and "machines" not in bumped and golden.recorded_for(bumped, "amd") is None
 
 
 def test_the_probe_covers_the_vector_math_that_rounds_otherwise_by_processor(monkeypatch):
