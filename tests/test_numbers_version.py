@@ -34,19 +34,12 @@ def test_every_algorithm_and_model_family_has_a_golden_of_its_current_version():
         )
 
 
-def changed_goldens(old: dict, new: dict) -> list[str]:
-    return sorted(
-        n for n, g in new["goldens"].items() if g["fingerprint"] != old["goldens"][n]["fingerprint"]
-    )
-
-
 def test_the_goldens_compute_the_numbers_recorded_with_their_versions():
-    """Bit for bit under the pinned kernels (tests/golden.py). On a machine whose pinned kernels still round
-    otherwise (the probe differs), each golden's last evaluation at the rounding bound instead
-    (``golden.LAST_EVAL_BOUND``)."""
+    """Bit for bit under the pinned kernels (tests/golden.py) against this kind of machine's record. On a
+    machine whose pinned kernels round otherwise than every recorded one's (no record has its probe), each
+    golden's last evaluation at the rounding bound instead (``golden.LAST_EVAL_BOUND``)."""
     old, new = golden.stored(), golden.compute_pinned()
-    mine = golden.recorded_for(old, new["probe"])
-    if mine is None:
+    if golden.recorded_for(old, new["probe"]) is None:
         warnings.warn(
             "no recorded machine computes the golden probe as this CPU does: goldens compared at the "
             "rounding bound (`python -m tests.golden --rebase` records this machine's bits)",
@@ -54,7 +47,7 @@ def test_the_goldens_compute_the_numbers_recorded_with_their_versions():
         )
         golden.assert_last_evals_close(old, new)
         return
-    changed = changed_goldens(mine, new)
+    changed, _ = golden.changes(old, new)
     assert not changed, (
         f"the numbers of {changed} changed: bump the numbers version of what changed in "
         "fairfl_core/numbers_version.py (ALGORITHMS[name] for one algorithm, MODEL_FAMILIES[family] for one "
@@ -63,13 +56,27 @@ def test_the_goldens_compute_the_numbers_recorded_with_their_versions():
 
 
 def test_new_numbers_are_recorded_only_under_a_new_version():
-    old = {"goldens": {"a": {"fingerprint": "x", "numbers_version": "c1.a1.m1", "hyper": {"q": 1}}}}
-    same_version = {"goldens": {"a": {"fingerprint": "y", "numbers_version": "c1.a1.m1", "hyper": {"q": 1}}}}
-    bumped = {"goldens": {"a": {"fingerprint": "y", "numbers_version": "c1.a2.m1", "hyper": {"q": 1}}}}
-    new_default = {"goldens": {"a": {"fingerprint": "y", "numbers_version": "c1.a1.m1", "hyper": {"q": 2}}}}
-    assert golden.refused_updates(old, same_version) == ["a"]
-    assert golden.refused_updates(old, bumped) == [] and golden.refused_updates(old, old) == []
-    assert golden.refused_updates(old, new_default) == []  # a changed default: the run cache catches it
+    """``changes``: (changed, refused); bit for bit on a recorded machine, at the rounding bound elsewhere."""
+
+    def record(probe="m", fp="x", version="c1.a1.m1", q=1, loss=2.0, name="a"):
+        g = {"fingerprint": fp, "numbers_version": version, "hyper": {"q": q}, "last": {"global_loss": loss}}
+        return {"probe": probe, "goldens": {name: g}}
+
+    old = record()
+    assert golden.changes(old, old) == ([], [])
+    assert golden.changes(old, record(fp="y")) == (["a"], ["a"])  # new numbers, same version: refused
+    assert golden.changes(old, record(fp="y", version="c1.a2.m1")) == (["a"], [])
+    assert golden.changes(old, record(fp="y", q=2)) == (
+        ["a"],
+        [],
+    )  # a changed default: the run cache catches it
+    added = {**old, "goldens": {**old["goldens"], **record(name="b")["goldens"]}}
+    assert golden.changes(old, added) == (["b"], [])
+    # a machine no record matches: the last evaluation at the rounding bound decides
+    last_bit = 2.0 + 2 * unit_roundoff() * 2.0
+    assert golden.changes(old, record("n", fp="y", loss=last_bit)) == ([], [])
+    assert golden.changes(old, record("n", fp="y", loss=2.001)) == (["a"], ["a"])
+    assert golden.changes(old, record("n", fp="y", loss=2.001, version="c1.a2.m1")) == (["a"], [])
 
 
 def test_a_rebase_records_another_machines_bits_only_for_the_same_code():
@@ -152,7 +159,7 @@ def test_a_changed_summation_order_fails_the_golden_and_once_bumped_recomputes_t
     before = golden.compute([name])
     monkeypatch.setattr(fedavg, "averaged", _reversed_sum)
     after = golden.compute([name])
-    assert changed_goldens(before, after) == [name]
+    assert golden.changes(before, after) == ([name], [name])
 
     monkeypatch.undo()
     cached = run_experiment(cfg, tmp_path, progress=False)
