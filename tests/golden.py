@@ -14,13 +14,12 @@ every x86 processor), oneDNN at SSE4.1 and numpy's OpenBLAS at its Haswell kerne
 changes therefore means the code changed, on machines that compute as the recording one. Not every kernel
 is pinned: MKL's vector math, through which torch computes ``sqrt`` and ``log`` of float64 tensors, is not
 correctly rounded and rounds otherwise on other processors even under ``MKL_CBWR`` (an Intel Xeon with
-AVX-512 FP16 and the AMD EPYC that recorded the goldens differ in the last bit; AMSGrad's step
-η m / √(v̂ + ε) with ε = 1e-8 shows it within two rounds). :func:`probe` checks each machine: a fixed
-computation through the same kernels (torch's and numpy's matrix products, a convolution, log-softmax,
-exp/tanh/sigmoid, sqrt and log over a wide range, a linear solve) whose fingerprint is recorded too; where
-it differs, the machine does not compute as the one that recorded the goldens, and the goldens are compared
-by their last evaluations at the rounding bound of ``tests/rounding.py`` instead of bit for bit (said in
-the test's output).
+AVX-512 FP16 and an AMD EPYC differ in the last bit; AMSGrad's step η m / √(v̂ + ε) with ε = 1e-8 shows it
+within two rounds). :func:`probe` tells such machines apart: a fixed computation through the same kernels
+(torch's and numpy's matrix products, a convolution, log-softmax, exp/tanh/sigmoid, sqrt and log over a
+wide range, a linear solve) whose fingerprint is recorded with each machine's goldens; on a machine whose
+probe no record has, the goldens are compared by their last evaluations at the rounding bound of
+``tests/rounding.py`` instead of bit for bit (said in the test's output).
 
     python -m tests.golden             # run the goldens (pinned) and print what changed
     python -m tests.golden --update    # record new fingerprints; refused for a golden whose numbers changed
