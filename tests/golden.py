@@ -355,22 +355,23 @@ def assert_last_evals_close(old: dict[str, Any], new: dict[str, Any]) -> None:
 
 def refused_rebase(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Why ``new`` (this machine's goldens) may not join ``old``'s machines: none when no recorded machine
-    computes its probe and every golden has the same numbers version and resolved hyperparameters as its
-    recorded one and agrees with its last evaluation at the rounding bound."""
+    computes its probe and no golden changed (:func:`changes`: same goldens, numbers versions and
+    hyperparameters, last evaluations within the rounding bound)."""
     if recorded_for(old, new["probe"]) is not None:
         return [
             "a machine that computes this probe is recorded: its bits are the recorded ones (use --update)"
         ]
-    if set(new["goldens"]) != set(old["goldens"]):
-        return [f"the goldens differ: {sorted(set(new['goldens']) ^ set(old['goldens']))} (use --update)"]
-    reasons = [
-        f"{name}: numbers version or hyperparameters changed (use --update)" for name in retuned(old, new)
+    changed, moved = changes(old, new)
+    return [
+        f"{name}: "
+        + (
+            "last evaluation beyond the rounding bound"
+            if name in moved
+            else "new, removed, or of another numbers version or hyperparameters"
+        )
+        + " (use --update)"
+        for name in changed
     ]
-    try:
-        assert_last_evals_close(old, new)
-    except AssertionError as e:
-        reasons.append(str(e))
-    return reasons
 
 
 def main(argv: list[str]) -> int:

@@ -66,10 +66,8 @@ def test_new_numbers_are_recorded_only_under_a_new_version():
     assert golden.changes(old, old) == ([], [])
     assert golden.changes(old, record(fp="y")) == (["a"], ["a"])  # new numbers, same version: refused
     assert golden.changes(old, record(fp="y", version="c1.a2.m1")) == (["a"], [])
-    assert golden.changes(old, record(fp="y", q=2)) == (
-        ["a"],
-        [],
-    )  # a changed default: the run cache catches it
+    # a changed default: the run cache catches it
+    assert golden.changes(old, record(fp="y", q=2)) == (["a"], [])
     added = {**old, "goldens": {**old["goldens"], **record(name="b")["goldens"]}}
     assert golden.changes(old, added) == (["b"], [])
     # a machine no record matches: the last evaluation at the rounding bound decides
