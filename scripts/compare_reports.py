@@ -16,7 +16,10 @@ import pandas as pd
 
 
 def tables(root: Path) -> dict[str, pd.DataFrame]:
-    return {str(p.relative_to(root)): pd.read_csv(p, dtype=str, keep_default_na=False) for p in root.rglob("*.csv")}
+    return {
+        str(p.relative_to(root)): pd.read_csv(p, dtype=str, keep_default_na=False)
+        for p in root.rglob("*.csv")
+    }
 
 
 def differences(before: pd.DataFrame, after: pd.DataFrame, ignore: set[str]) -> list[str]:

@@ -6,6 +6,10 @@
 #
 #   --fast  lint, types and the unit tests not marked slow, without the notebooks (minutes on 2 cores)
 # PYTEST ARGS go to the unit tests' pytest, e.g. scripts/test.sh --fast tests/report -x
+#
+# The unit tests and the jitter pass run on every core (pytest-xdist, one file per worker at a time; each
+# worker gets its share of the threads, tests/conftest.py). The notebooks run one at a time: they share one
+# run cache (results/), and two kernels must not compute the same run at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fast=0
@@ -15,10 +19,11 @@ bash scripts/setup.sh
 .venv/bin/python -m mypy  # configured in pyproject.toml: fairfl_core/
 # the tests that compare computations, again as on a CPU whose kernels round otherwise (tests/README.md)
 jitter=(tests/sim tests/flower tests/algorithms tests/experiments tests/papers tests/gossip tests/models)
+cores=(-n auto --dist loadfile)
 if [ "$fast" = 1 ]; then
-  .venv/bin/python -m pytest tests -m "not slow" "$@"
-  exec .venv/bin/python -m pytest "${jitter[@]}" -m "not slow" --kernel-jitter -p no:cacheprovider
+  .venv/bin/python -m pytest "${cores[@]}" tests -m "not slow" "$@"
+  exec .venv/bin/python -m pytest "${cores[@]}" "${jitter[@]}" -m "not slow" --kernel-jitter -p no:cacheprovider
 fi
-.venv/bin/python -m pytest tests "$@"
-.venv/bin/python -m pytest "${jitter[@]}" -m "not slow" --kernel-jitter -p no:cacheprovider
+.venv/bin/python -m pytest "${cores[@]}" tests "$@"
+.venv/bin/python -m pytest "${cores[@]}" "${jitter[@]}" -m "not slow" --kernel-jitter -p no:cacheprovider
 .venv/bin/python -m pytest --nbval-lax notebooks/ -p no:cacheprovider

@@ -8,6 +8,7 @@ tolerance derived from rounding error with ``tests/rounding.py``, stated in the 
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import pytest
@@ -17,6 +18,17 @@ from torch import nn
 import fairfl_core.papers  # noqa: F401  (the experiment catalogue and the papers' bundles)
 from fairfl_core.data.federated import FederatedDataset
 from tests.kernel_jitter import _kernel_jitter  # noqa: F401 -- autouse under --kernel-jitter
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (``-n N``), each worker, and every process its tests start, gets the cores / N
+    threads: N workers share the machine instead of each taking all of it (two torch processes of all the
+    threads each slow each other many times over)."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers:
+        threads = max(1, (os.cpu_count() or 1) // int(workers))
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+        torch.set_num_threads(threads)
 
 
 def pytest_addoption(parser):
