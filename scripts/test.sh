@@ -7,9 +7,9 @@
 #   --fast  lint, types and the unit tests not marked slow, without the notebooks (minutes on 2 cores)
 # PYTEST ARGS go to the unit tests' pytest, e.g. scripts/test.sh --fast tests/report -x
 #
-# The unit tests and the jitter pass run on every core (pytest-xdist, one file per worker at a time; each
-# worker gets its share of the threads, tests/conftest.py). The notebooks run one at a time: they share one
-# run cache (results/), and two kernels must not compute the same run at once.
+# Every pass runs on every core (pytest-xdist, one file per worker at a time): each test worker gets its share
+# of the threads (tests/conftest.py), each notebook kernel one thread. The notebooks share the run cache
+# results/; a run two of them need is computed by one while the other waits (RunStore.computing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fast=0
@@ -26,4 +26,4 @@ if [ "$fast" = 1 ]; then
 fi
 .venv/bin/python -m pytest "${cores[@]}" tests "$@"
 .venv/bin/python -m pytest "${cores[@]}" "${jitter[@]}" -m "not slow" --kernel-jitter -p no:cacheprovider
-.venv/bin/python -m pytest --nbval-lax notebooks/ -p no:cacheprovider
+OMP_NUM_THREADS=1 .venv/bin/python -m pytest "${cores[@]}" --nbval-lax notebooks/ -p no:cacheprovider

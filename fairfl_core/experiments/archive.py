@@ -232,11 +232,11 @@ def unpack(
                 notes.append(f"{what} not reused: {why}; it is recomputed")
                 continue
             store = RunStore(results_dir / h)
-            if store.is_done():
-                continue
-            store.path.mkdir(parents=True, exist_ok=True)
-            (store.path / "checkpoint.pt").unlink(missing_ok=True)  # of an unfinished run
-            for f in (*FILES[2:], FILES[0], FILES[1]):  # the summary last: a run is finished once it is there
-                atomic_write_text(store.path / f, members[f"{h}/{f}"].decode())
+            with store.computing():  # not while another process computes or unpacks it
+                if store.is_done():
+                    continue
+                (store.path / "checkpoint.pt").unlink(missing_ok=True)  # of an unfinished run
+                for f in (*FILES[2:], FILES[0], FILES[1]):  # the summary last: a run is finished then
+                    atomic_write_text(store.path / f, members[f"{h}/{f}"].decode())
             done += 1
     return done, notes

@@ -325,6 +325,22 @@ def run_experiment(
             stacklevel=2,
         )
     store = RunStore(writable_results_dir(results_dir) / config_hash(cfg))
+    # a rows thread must not wait: it holds the meeting's baton, which the other process's runs may need
+    with store.computing(wait=rows is None):
+        return _compute(cfg, store, hyper, resume=resume, progress=progress, device=device, rows=rows)
+
+
+def _compute(
+    cfg: ExperimentConfig,
+    store: RunStore,
+    hyper: Any,
+    *,
+    resume: bool,
+    progress: bool,
+    device: str | None,
+    rows: RowsBatcher | None,
+) -> RunResult:
+    """:func:`run_experiment` in ``store``, whose lock this process holds."""
     store.open(cfg.to_dict())
     if resume and store.is_done():
         cached = store.summary()  # None (with a warning) when corrupt: recomputed

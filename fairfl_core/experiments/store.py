@@ -10,6 +10,8 @@ Layout of ``<results_dir>/<config hash>/``::
     checkpoint.prev.pt  the checkpoint before it, while the run is under way (removed when it finishes)
     summary.json    written last: status (complete | diverged), final fairness metrics, timings, the
                     numbers version (``fairfl_core/numbers_version.py``)
+    .lock           held (``flock``) by the one process computing the run, with its pid: two notebooks,
+                    sweeps or a sweep and an archive's unpacking never write one run at once
 
 JSON Lines are append-friendly; :func:`load_evals` turns them into columns (a DataFrame).
 
@@ -28,12 +30,15 @@ checkpoint of another numbers version is not resumed.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pickle
+import sys
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +48,7 @@ import torch
 
 __all__ = [
     "RecoveryWarning",
+    "RunBusy",
     "RunStore",
     "atomic_write_text",
     "client_accuracy_key",
@@ -57,6 +63,10 @@ _ARRAY, _SCALAR = "__ndarray__", "__npscalar__"
 
 class RecoveryWarning(UserWarning):
     """A file of a run directory could not be read: it was moved aside and the run recovers without it."""
+
+
+class RunBusy(RuntimeError):
+    """Another process is computing this run (:meth:`RunStore.computing` without waiting)."""
 
 
 def writable_results_dir(path: str | Path) -> Path:
@@ -118,6 +128,37 @@ class RunStore:
         return config
 
     # -- writing ------------------------------------------------------------------------------------------
+    @contextmanager
+    def computing(self, wait: bool = True) -> Iterator[None]:
+        """Hold the run's lock (``.lock``, an ``flock`` the system drops when the process ends, however it
+        ends) while this process writes the run. When another process holds it: wait for it, saying so on
+        stderr (the run is then finished, or resumes from that process's checkpoint), or with ``wait=False``
+        raise :class:`RunBusy`."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.path / ".lock", "a+") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock.seek(0)
+                holder = f"process {lock.read().strip() or '(pid not written yet)'}"
+                if not wait:
+                    raise RunBusy(
+                        f"{self.path}: {holder} is computing this run; run again when it has finished "
+                        "(its run is then reused)"
+                    ) from None
+                print(f"{self.path}: waiting for {holder}, which is computing this run", file=sys.stderr)
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            lock.seek(0)
+            lock.truncate()
+            lock.write(str(os.getpid()))
+            lock.flush()
+            try:
+                yield
+            finally:
+                lock.seek(0)
+                lock.truncate()
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
     def open(self, config: dict[str, Any]) -> None:
         """Create the run directory and its ``config.json``; a corrupt ``config.json`` or ``summary.json``
         is moved aside (the summary is then recomputed by the run)."""
