@@ -133,7 +133,8 @@ class RunStore:
         """Hold the run's lock (``.lock``, an ``flock`` the system drops when the process ends, however it
         ends) while this process writes the run. When another process holds it: wait for it, saying so on
         stderr (the run is then finished, or resumes from that process's checkpoint), or with ``wait=False``
-        raise :class:`RunBusy`."""
+        raise :class:`RunBusy`. On a file system without locks (an NFS mount without lockd) the run is written
+        unlocked, with a :class:`RecoveryWarning` saying so."""
         self.path.mkdir(parents=True, exist_ok=True)
         with open(self.path / ".lock", "a+") as lock:
             try:
@@ -148,6 +149,13 @@ class RunStore:
                     ) from None
                 print(f"{self.path}: waiting for {holder}, which is computing this run", file=sys.stderr)
                 fcntl.flock(lock, fcntl.LOCK_EX)
+            except OSError as exc:  # ENOLCK and the like: this file system cannot lock
+                warnings.warn(
+                    f"{self.path}: cannot lock the run ({exc.strerror}); it is written unlocked, so no other "
+                    "process may compute it at the same time (mount the results directory with locking)",
+                    RecoveryWarning,
+                    stacklevel=3,
+                )
             lock.seek(0)
             lock.truncate()
             lock.write(str(os.getpid()))
@@ -157,7 +165,7 @@ class RunStore:
             finally:
                 lock.seek(0)
                 lock.truncate()
-                fcntl.flock(lock, fcntl.LOCK_UN)
+                _unlock(lock)  # not only by closing: a process forked meanwhile shares the open file
 
     def open(self, config: dict[str, Any]) -> None:
         """Create the run directory and its ``config.json``; a corrupt ``config.json`` or ``summary.json``
@@ -266,6 +274,13 @@ class RunStore:
         if problem:
             warnings.warn(f"{problem}; the records after it are ignored", RecoveryWarning, stacklevel=2)
         return records
+
+
+def _unlock(lock) -> None:
+    try:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    except OSError:  # a file system without locks (RunStore.computing warned)
+        pass
 
 
 def _read_json(f: Path, valid=lambda d: True) -> tuple[dict[str, Any] | None, str | None]:

@@ -1,11 +1,14 @@
 """One process writes a run at a time (``RunStore.computing``): two processes started on the same run
 while a third holds it both wait, then one computes it and the other reuses it, its records written once;
 a lock dies with its process; a rows run does not wait (its thread holds the meeting's baton) but fails,
-naming the process."""
+naming the process; a file system without locks writes the run unlocked, with a warning."""
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
+import re
 import subprocess
 import sys
 import time
@@ -16,7 +19,7 @@ import yaml
 
 from fairfl_core.experiments.config import config_hash
 from fairfl_core.experiments.runner import run_experiment
-from fairfl_core.experiments.store import RunBusy, RunStore
+from fairfl_core.experiments.store import RecoveryWarning, RunBusy, RunStore
 from fairfl_core.sim.rows import RowsBatcher
 from tests.experiments.conftest import digits_config
 
@@ -102,3 +105,14 @@ def test_a_rows_run_fails_naming_the_process_instead_of_waiting(tmp_path):
     finally:
         holder.communicate("\n", timeout=60)
     assert run_experiment(cfg, tmp_path, progress=False).status == "complete"  # free again: computed
+
+
+def test_a_file_system_without_locks_writes_the_run_unlocked_and_says_so(tmp_path, monkeypatch):
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    why = re.escape(f"cannot lock the run ({os.strerror(errno.ENOLCK)}); it is written unlocked")
+    with pytest.warns(RecoveryWarning, match=why):
+        result = run_experiment(digits_config(), tmp_path, progress=False)
+    assert result.status == "complete"
