@@ -38,7 +38,7 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -165,7 +165,8 @@ class RunStore:
             finally:
                 lock.seek(0)
                 lock.truncate()
-                _unlock(lock)  # not only by closing: a process forked meanwhile shares the open file
+                with suppress(OSError):  # a file system without locks (warned above)
+                    fcntl.flock(lock, fcntl.LOCK_UN)  # not only by closing: a forked process shares the file
 
     def open(self, config: dict[str, Any]) -> None:
         """Create the run directory and its ``config.json``; a corrupt ``config.json`` or ``summary.json``
@@ -274,13 +275,6 @@ class RunStore:
         if problem:
             warnings.warn(f"{problem}; the records after it are ignored", RecoveryWarning, stacklevel=2)
         return records
-
-
-def _unlock(lock) -> None:
-    try:
-        fcntl.flock(lock, fcntl.LOCK_UN)
-    except OSError:  # a file system without locks (RunStore.computing warned)
-        pass
 
 
 def _read_json(f: Path, valid=lambda d: True) -> tuple[dict[str, Any] | None, str | None]:
