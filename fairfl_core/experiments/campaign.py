@@ -200,7 +200,9 @@ def page_order(
 
 @dataclass
 class Campaign:
-    """Progress of a campaign: runs finished here and the seconds and cost units they took."""
+    """Progress of a campaign: runs finished here, the seconds their rounds took (each run's own, as
+    :func:`run_seconds`, so that a run resumed from a checkpoint does not look nearly free) and their cost
+    units."""
 
     total: int
     todo: int
@@ -273,8 +275,8 @@ def run_campaign(
     since_chunk = 0
     for outcome, seconds in _outcomes(todo, str(results_dir), workers, device):
         progress.done += 1
-        if outcome.error is None:
-            progress.seconds += seconds
+        if outcome.error is None:  # the run's own round seconds: a resumed run counts its earlier rounds too
+            progress.seconds += run_seconds((Path(results_dir) / outcome.hash / "rounds.jsonl").read_text())
             progress.units += cost_units(outcome.config)
         progress.units_left -= cost_units(outcome.config)
         say(progress.line(outcome, seconds, workers))

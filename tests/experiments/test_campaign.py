@@ -86,6 +86,19 @@ def test_the_hours_left_are_the_measured_seconds_per_unit_times_the_units_left()
     assert math.isnan(Campaign(total=1, todo=1).hours_left(1))
 
 
+def test_the_rate_counts_each_runs_own_round_seconds_so_a_resumed_run_is_not_nearly_free(
+    configs, tmp_path, monkeypatch
+):
+    timed = campaign._timed
+    monkeypatch.setattr(campaign, "_timed", lambda *a: (timed(*a)[0], 0.0))  # resumed at its last round
+    results = tmp_path / "results"
+    progress = run_campaign(configs, "paper", results, root=tmp_path / "published", say=lambda _: None)
+    rounds = [(results / config_hash(c) / "rounds.jsonl").read_text() for c in configs]
+    assert progress.seconds == pytest.approx(sum(map(run_seconds, rounds)), rel=1e-12)  # summed in run order
+    assert progress.seconds > 0
+    assert progress.units == sum(map(cost_units, configs))
+
+
 def test_pages_expand_to_registered_experiments_and_unknown_names_are_refused():
     assert all(e in EXPERIMENTS for names in PAGES.values() for e in names)
     assert experiments_of(["quickstart", "fedeba_table3_theta", "quickstart"]) == [
