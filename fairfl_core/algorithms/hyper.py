@@ -65,10 +65,13 @@ class Averaging(Hyper):
 @dataclass
 class ServerPluginHyper(Hyper):
     """Server plug-ins applied after the algorithm's aggregation (``server_plugins.py``): ``server_momentum``
-    β ∈ [0, 1) (0 = off; FedEBA+ Table 10: 0.9), ``variance_reduction`` ``"none"`` | ``"fedvarp"`` (FedEBA+
-    Table 11), ``varp_weights`` ``"aggregation"`` | ``"uniform"`` (the p of FedVARP's correction)."""
+    β ∈ [0, 1) (0 = off; FedEBA+ Table 10: 0.9) with ``server_momentum_lr`` η_m > 0, the step along the
+    buffer (x ← x + η_m v; 1 = heavy-ball, 1 − β keeps the aggregate's own step size), ``variance_reduction``
+    ``"none"`` | ``"fedvarp"`` (FedEBA+ Table 11), ``varp_weights`` ``"aggregation"`` | ``"uniform"`` (the p
+    of FedVARP's correction)."""
 
     server_momentum: float = 0.0
+    server_momentum_lr: float = 1.0
     variance_reduction: Literal["none", "fedvarp"] = "none"
     varp_weights: Literal["aggregation", "uniform"] = "aggregation"
 
@@ -77,6 +80,13 @@ class ServerPluginHyper(Hyper):
             raise ValueError(
                 f"server_momentum must be in [0, 1) (0 = off; FedEBA+ Table 10 uses 0.9), got "
                 f"{self.server_momentum}"
+            )
+        if self.server_momentum_lr <= 0:
+            raise ValueError(f"server_momentum_lr must be positive, got {self.server_momentum_lr}")
+        if self.server_momentum_lr != 1.0 and not self.server_momentum:
+            raise ValueError(
+                f"server_momentum_lr={self.server_momentum_lr} has no effect without server momentum: "
+                "set server_momentum (e.g. 0.9) or leave server_momentum_lr at 1"
             )
 
 

@@ -10,8 +10,12 @@ every algorithm whose Hyper includes ``ServerPluginHyper``:
   ``"aggregation"`` (default) p = the weights the algorithm aggregated with (FedEBA+: the EBA weights, the
   paper's "apply EBA weights where FedAvg uses uniform weights", ``docs/readings.md``), ``"uniform"``
   p_i = 1/|S_t| as FedVARP prints it;
-* ``server_momentum`` β > 0 (Table 10: 0.9; Hsu et al. 2019): v ← β v + Δ_t, x_{t+1} = x_t + v. For FedAvg
-  this is FedAvgM (``fedavgm``: v ← β v + Σ p_k Δ_k, x ← x + η_g v; the buffer here is η_g v).
+* ``server_momentum`` β > 0 (Table 10: 0.9; Hsu et al. 2019): v ← β v + Δ_t, x_{t+1} = x_t + η_m v, η_m =
+  ``server_momentum_lr``. In a steady state the server moves η_m / (1 − β) times each round's Δ_t (Hsu et
+  al.'s effective learning rate): η_m = 1 (the default, heavy-ball) moves it 10 times at β = 0.9, η_m = 1 − β
+  once, i.e. v is then an exponential average of the Δ_t. Table 10 reads "global momentum = 0.9 and learning
+  rate η = 0.1" with η_m = 0.1 (``docs/readings.md``). For FedAvg with η_m = 1 this is FedAvgM
+  (``fedavgm``: v ← β v + Σ p_k Δ_k, x ← x + η_g v; the buffer here is η_g v).
 
 FedVARP is applied first, momentum to its corrected Δ_t. With both off (the defaults) the aggregated model
 is the next model: every algorithm runs exactly as without the plug-ins. Under faults, FedVARP corrects with
@@ -34,7 +38,7 @@ Memory = TypeVar("Memory", torch.Tensor, np.ndarray)
 
 
 def momentum_velocity(velocity: torch.Tensor, step: torch.Tensor, beta: float) -> torch.Tensor:
-    """Server momentum buffer v ← β v + Δ_t (Hsu et al. 2019; FedEBA+ Table 10); x_{t+1} = x_t + v."""
+    """Server momentum buffer v ← β v + Δ_t (Hsu et al. 2019; FedEBA+ Table 10); x_{t+1} = x_t + η_m v."""
     return beta * velocity + step
 
 
@@ -63,9 +67,9 @@ class ServerPlugins:
     in the algorithm's checkpointed ``state``: ``server_velocity`` ``[P]``, ``varp_memory`` ``[N, P]``."""
 
     def __init__(self, hp: Hyper) -> None:
-        self.momentum, self.fedvarp, self.uniform_varp = 0.0, False, False
+        self.momentum, self.momentum_lr, self.fedvarp, self.uniform_varp = 0.0, 1.0, False, False
         if isinstance(hp, ServerPluginHyper):
-            self.momentum = hp.server_momentum
+            self.momentum, self.momentum_lr = hp.server_momentum, hp.server_momentum_lr
             self.fedvarp = hp.variance_reduction == "fedvarp"
             self.uniform_varp = hp.varp_weights == "uniform"
 
@@ -101,5 +105,6 @@ class ServerPlugins:
             step = step + server_lr * fedvarp_correction(memory, clients, p)
             remember_rows(memory, clients, params - w)
         if self.momentum:
-            step = state["server_velocity"] = momentum_velocity(state["server_velocity"], step, self.momentum)
+            state["server_velocity"] = momentum_velocity(state["server_velocity"], step, self.momentum)
+            step = self.momentum_lr * state["server_velocity"]
         return w + step

@@ -109,6 +109,34 @@ def test_momentum_two_rounds_by_hand():
     assert_close(algo.w, w0 + 1.0 - 1.1, terms=1, depth=8, scale=scale, what="w")
 
 
+def test_momentum_lr_three_rounds_by_hand_and_its_steady_step():
+    # β = 0.9, η_m = 0.1, Δ_t = +1 each round: v = 1, 1.9, 2.71; x moves 0.1, 0.19, 0.271 (x − x_0 = 0.561)
+    algo = build_algorithm("fedavg", tiny_sim(), {**MOMENTUM, "server_momentum_lr": 0.1})
+    w0 = algo.w.clone()
+    for _ in range(3):
+        _fake_round(algo, np.array([0, 1]), None, new_w=algo.w + 1.0)
+    # each round: Δ = new_w − w, v = 0.9 v + Δ, 0.1 v and w + 0.1 v, of the magnitude |w| + 3
+    scale = float(w0.abs().max()) + 3
+    assert_close(algo.state["server_velocity"], torch.full_like(w0, 2.71), terms=1, depth=12, scale=scale)
+    assert_close(algo.w, w0 + 0.561, terms=1, depth=12, scale=scale, what="w")
+    # in a steady state (Δ fixed) the step is η_m / (1 − β) Δ: Δ itself at η_m = 1 − β, 10 Δ at η_m = 1
+    for lr, steady in ((0.1, 1.0), (1.0, 10.0)):
+        v = torch.zeros(1, dtype=F64)
+        for _ in range(400):  # 0.9^400 < 1e-18
+            v = momentum_velocity(v, torch.ones(1, dtype=F64), 0.9)
+        assert_close(lr * v, torch.tensor([steady], dtype=F64), terms=400, depth=2, scale=10.0)
+
+
+def test_momentum_lr_one_is_the_heavy_ball_runs_bit_for_bit():
+    a = build_algorithm("fedeba+", tiny_sim(), {"tau": 0.5, **MOMENTUM})
+    b = build_algorithm("fedeba+", tiny_sim(), {"tau": 0.5, **MOMENTUM, "server_momentum_lr": 1.0})
+    run_rounds(a, 3), run_rounds(b, 3)
+    assert torch.equal(a.w, b.w)
+    c = build_algorithm("fedeba+", tiny_sim(), {"tau": 0.5, **MOMENTUM, "server_momentum_lr": 0.1})
+    run_rounds(c, 3)
+    assert not torch.allclose(a.w, c.w)  # apart by far more than rounding
+
+
 def test_fedvarp_with_full_participation_is_fedavg():
     # every client sampled, uniform p: Σ_i p_i y_i = ȳ, so the correction vanishes every round
     a = build_algorithm("fedavg", tiny_sim(clients_per_round=6), {"weighting": "uniform"})
@@ -143,6 +171,7 @@ PLUGGED = [
     ("fedeba+", {**VARP, "tau": 0.5}),
     ("qffl", {**VARP, "q": 1.0, "varp_weights": "uniform"}),
     ("fedfv", {**MOMENTUM, **VARP, "tau": 2}),
+    ("afl", {**MOMENTUM, "server_momentum_lr": 0.1}),
 ]
 
 
@@ -182,6 +211,8 @@ def test_plugins_differ_from_the_plain_algorithm():
     [
         ({"server_momentum": 1.0}, r"server_momentum must be in \[0, 1\)"),
         ({"server_momentum": -0.1}, r"server_momentum must be in \[0, 1\)"),
+        ({**MOMENTUM, "server_momentum_lr": 0.0}, "server_momentum_lr must be positive"),
+        ({"server_momentum_lr": 0.1}, "server_momentum_lr=0.1 has no effect without server momentum"),
         ({"variance_reduction": "scaffold"}, "variance_reduction must be one of"),
         ({"varp_weights": "size"}, "varp_weights must be one of"),
     ],

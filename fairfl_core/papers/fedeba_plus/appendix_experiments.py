@@ -10,8 +10,12 @@ runs. Settings, helpers and data stand-ins come from
   row "FedEBA α=0.9, τ=0.1" (FedEBA has no α) is run as Prac-FedEBA+ (α = 0.9, τ = 0.1, θ = 15°).
 * **Table 10**: every method with server momentum 0.9 and **Table 11**: with FedVARP (global lr 1, client
   lr 0.1), the server plug-ins of ``fairfl_core/algorithms/server_plugins.py`` (``ServerPluginHyper``;
-  FedEBA+'s FedVARP correction uses its EBA weights). Table 10's AFL rows apply the momentum to AFL's model
-  step (its λ step is unchanged); AFL takes all 100 clients every round, so only the paper profile runs them.
+  FedEBA+'s FedVARP correction uses its EBA weights). Table 10's caption, "global momentum = 0.9 and
+  learning rate η = 0.1", is read as v ← 0.9 v + Δ_t, x ← x + 0.1 v (``server_momentum_lr`` 0.1: the
+  server's steady step is the aggregate's own, Hsu et al.'s effective rate 1); every row is run with
+  heavy-ball momentum too (x ← x + v, ten times the step), the control that shows what the reading
+  changes (``docs/readings.md``). Table 10's AFL rows apply the momentum to AFL's model step (its λ step is
+  unchanged); AFL takes all 100 clients every round, so only the paper profile runs them.
 * **Table 13**: symmetric label noise ε = 0.5 on every client's training labels (``DataSpec.label_noise``,
   drawn from the partition seed; test labels clean). The baselines' hyper-parameters are not given for this
   table; Table 1's are used (q = 0.5) and Table 8's for AFL (λ = 0.7) and FedFV (α = 0.1, τ_fv = 10).
@@ -66,7 +70,8 @@ __all__ = [
 ]
 
 OURS = "FedEBA+"
-MOMENTUM = {"server_momentum": 0.9}
+MOMENTUM = {"server_momentum": 0.9, "server_momentum_lr": 0.1}  # Table 10's reading: x ← x + 0.1 v
+HEAVY_BALL = {"server_momentum": 0.9}  # its control: x ← x + v
 FEDVARP = {"variance_reduction": "fedvarp"}
 _T1 = {m.label: m for m in TABLE1}
 AFL_T8 = Method("AFL (λ=0.7)", "afl", {"lr_lambda": 0.7}, "AFL")
@@ -121,21 +126,19 @@ TABLE9_SHORT = (
 )
 
 # -- Tables 10 and 11: server momentum and FedVARP on every method ------------------------------------------
-TABLE10 = _with(
-    MOMENTUM,
-    (
-        FEDAVG,
-        Method("q-FFL (q=0.01)", "qffl", {"q": 0.01}, "q-FFL q=0.01"),
-        Method("q-FFL (q=15)", "qffl", {"q": 15.0}, "q-FFL q=15"),
-        Method("FedMGDA+ (ε=0)", "fedmgda+", {"epsilon": 0.0}, "FedMGDA+ ε=0.0"),
-        Method("PropFair (M=5, ε=0.2)", "propfair", {"M": 5.0, "eps": 0.2}, "PropFair M=5, thres=0.2"),
-        Method("FedProx (μ=0.1)", "fedprox", {"mu": 0.1}, "FedProx μ=0.1"),
-        Method("TERM (t=0.1)", "term", {"t": 0.1}, "TERM T=0.1"),
-        Method("FedFV (α=0.1, τ_fv=10)", "fedfv", {"alpha": 0.1, "tau": 10}, "FedFV α=0.1, τ=10"),
-        *(Method(f"AFL (λ={lam})", "afl", {"lr_lambda": lam}, f"AFL λ={lam}") for lam in (0.05, 0.7)),
-        _fedeba_plus(0.9, OURS, "FedEBA+ α=0.9, T=0.1"),
-    ),
+TABLE10_METHODS = (
+    FEDAVG,
+    Method("q-FFL (q=0.01)", "qffl", {"q": 0.01}, "q-FFL q=0.01"),
+    Method("q-FFL (q=15)", "qffl", {"q": 15.0}, "q-FFL q=15"),
+    Method("FedMGDA+ (ε=0)", "fedmgda+", {"epsilon": 0.0}, "FedMGDA+ ε=0.0"),
+    Method("PropFair (M=5, ε=0.2)", "propfair", {"M": 5.0, "eps": 0.2}, "PropFair M=5, thres=0.2"),
+    Method("FedProx (μ=0.1)", "fedprox", {"mu": 0.1}, "FedProx μ=0.1"),
+    Method("TERM (t=0.1)", "term", {"t": 0.1}, "TERM T=0.1"),
+    Method("FedFV (α=0.1, τ_fv=10)", "fedfv", {"alpha": 0.1, "tau": 10}, "FedFV α=0.1, τ=10"),
+    *(Method(f"AFL (λ={lam})", "afl", {"lr_lambda": lam}, f"AFL λ={lam}") for lam in (0.05, 0.7)),
+    _fedeba_plus(0.9, OURS, "FedEBA+ α=0.9, T=0.1"),
 )
+TABLE10 = _with(MOMENTUM, TABLE10_METHODS)
 TABLE11 = _with(
     FEDVARP,
     (
@@ -155,6 +158,18 @@ TABLE13 = (FEDAVG, _T1["q-FFL (q=0.5)"], AFL_T8, FEDFV_T8, _T1[OURS])
 # of the appendix on Fashion-MNIST runs FedAvg at lr 0.02 too (with the table's plug-in), as Table 1 does, so
 # that its comparisons carry their matched-step control (the short profiles leave it out)
 TABLE10_MATCHED = _with(MOMENTUM, (FEDAVG_MATCHED,))
+HEAVY_BALL_LABEL = " [heavy-ball: x ← x + v]"
+
+
+def _heavy_ball(methods: Iterable[Method]) -> tuple[Method, ...]:
+    """Table 10's control rows: ``methods`` with heavy-ball momentum, labelled so, no paper row."""
+    return tuple(
+        replace(m, label=m.label + HEAVY_BALL_LABEL, paper_row=None) for m in _with(HEAVY_BALL, methods)
+    )
+
+
+TABLE10_HEAVY_BALL = _heavy_ball(TABLE10_METHODS)
+TABLE10_HEAVY_BALL_MATCHED = _heavy_ball((FEDAVG_MATCHED,))
 TABLE11_MATCHED = _with(FEDVARP, (FEDAVG_MATCHED,))
 TABLE13_MATCHED = (FEDAVG_MATCHED,)
 LSR_REASON = (
@@ -199,13 +214,14 @@ register_table(
 )
 register_table(
     "fedeba_table10_momentum",
-    "Table 10, Fashion-MNIST (MLP): every method with server momentum 0.9 (v ← 0.9 v + Δ_t, x ← x + v), and "
-    "FedAvg at lr 0.02 (the matched-step control, paper profile)",
+    "Table 10, Fashion-MNIST (MLP): every method with server momentum 0.9 (v ← 0.9 v + Δ_t, x ← x + 0.1 v), "
+    "FedAvg at lr 0.02 (the matched-step control, paper profile), and every row with heavy-ball momentum "
+    "(x ← x + v: the reading's control)",
     "fedeba_fmnist_mlp.yaml",
-    TABLE10 + TABLE10_MATCHED,
+    TABLE10 + TABLE10_MATCHED + TABLE10_HEAVY_BALL + TABLE10_HEAVY_BALL_MATCHED,
     short_profiles(
         mlp_profiles(300, (0,)),
-        short_methods=tuple(m for m in TABLE10 if m.algorithm != "afl"),
+        short_methods=tuple(m for m in TABLE10 + TABLE10_HEAVY_BALL if m.algorithm != "afl"),
         what="with server momentum 0.9; ",
         short_at=("quick",),
     ),

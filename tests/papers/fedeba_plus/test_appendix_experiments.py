@@ -39,7 +39,11 @@ def test_every_paper_row_is_run_or_has_a_reason(name):
     exp = get_experiment(name)
     paper = report.load_paper_results("fedeba_plus")
     printed = set(paper.loc[paper["table"] == exp.paper.table, "method"])
-    controls = [m for m in exp.method_list() if m.label == FEDAVG_MATCHED.label]  # no paper row: ours
+    controls = [  # no paper row: ours
+        m
+        for m in exp.method_list()
+        if m.label == FEDAVG_MATCHED.label or m.label.endswith(fa.HEAVY_BALL_LABEL)
+    ]
     rows = [m.paper_row for m in exp.method_list() if m not in controls]
     assert len(rows) == len(set(rows)) and None not in rows and all(m.paper_row is None for m in controls)
     assert set(rows) | set(APPENDIX[name]) == printed
@@ -60,12 +64,38 @@ def _params(name, profile="paper"):
     ]
 
 
+def test_table10_runs_every_row_with_its_reading_and_with_heavy_ball():
+    runs = _params("fedeba_table10_momentum")
+    heavy = [
+        (label.removesuffix(fa.HEAVY_BALL_LABEL), a, p)
+        for label, a, p in runs
+        if fa.HEAVY_BALL_LABEL in label
+    ]
+    read = [(label, a, p) for label, a, p in runs if fa.HEAVY_BALL_LABEL not in label]
+    assert fa.MOMENTUM == {"server_momentum": 0.9, "server_momentum_lr": 0.1}
+    assert all(p["server_momentum_lr"] == 0.1 for _, _, p in read)
+    assert all(p["server_momentum"] == 0.9 and "server_momentum_lr" not in p for _, _, p in heavy)
+    # the same rows, methods and hyper-parameters both ways, the matched-step FedAvg included
+    strip = [
+        (label, a, {k: v for k, v in p.items() if not k.startswith("server_momentum")})
+        for label, a, p in read
+    ]
+    assert strip == [
+        (label, a, {k: v for k, v in p.items() if k != "server_momentum"}) for label, a, p in heavy
+    ]
+    assert len(read) == 12 and FEDAVG_MATCHED.label in {label for label, _, _ in read}
+
+
 def test_momentum_and_fedvarp_reach_every_method():
-    for name, plugin in (("fedeba_table10_momentum", fa.MOMENTUM), ("fedeba_table11_fedvarp", fa.FEDVARP)):
+    ours = {"fair_grad_units": "update", "alpha": 0.9, "tau": 0.1}
+    for name, plugins in (
+        ("fedeba_table10_momentum", (fa.MOMENTUM, fa.HEAVY_BALL)),
+        ("fedeba_table11_fedvarp", (fa.FEDVARP,)),
+    ):
         runs = _params(name)
-        assert all(plugin.items() <= params.items() for _, _, params in runs), name
+        assert all(plugins[-1].items() <= params.items() for _, _, params in runs), name
         fedeba = [params for label, algo, params in runs if algo == "fedeba+"]
-        assert fedeba == [{"fair_grad_units": "update", "alpha": 0.9, "tau": 0.1, **plugin}]
+        assert fedeba == [{**ours, **plugin} for plugin in plugins]
     assert {a for _, a, _ in _params("fedeba_table10_momentum")} >= {
         "fedprox",
         "propfair",
