@@ -236,11 +236,17 @@ def resolved_hyper(hyper: Any) -> dict[str, Any]:
     return json.loads(json.dumps(dataclasses.asdict(hyper), default=str))
 
 
+# Hyperparameters added after runs were cached, with the value that gives those runs' numbers: a cached run
+# that does not record one ran at that value (as ``config._ADDED_WITH_DEFAULT`` for the config's fields).
+HYPER_ADDED_WITH_DEFAULT: dict[str, Any] = {"server_momentum_lr": 1.0}
+
+
 def _changed(stored: dict[str, Any] | None, current: dict[str, Any]) -> list[str]:
     """Hyperparameters whose resolved value differs from the cached run's (none for a run older than the
-    record)."""
+    record; a field the record predates counts at its ``HYPER_ADDED_WITH_DEFAULT`` value)."""
     if stored is None:
         return []
+    stored = {**{k: v for k, v in HYPER_ADDED_WITH_DEFAULT.items() if k in current}, **stored}
     return sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
 
 

@@ -157,7 +157,7 @@ def test_fedvarp_changes_partial_participation_runs():
 
 
 def test_defaults_return_the_aggregated_model_itself():
-    for name in ("fedavg", "qffl", "fedeba+", "afl"):  # afl: a Hyper without plug-in fields
+    for name in ("fedavg", "qffl", "fedeba+", "afl"):  # afl: its own model step
         algo = build_algorithm(name, tiny_sim(), {})
         new_w = algo.w + 1.0
         server_round(algo, np.array([0, 1]), None, new_w)

@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -7,7 +8,7 @@ import torch
 from fairfl_core.algorithms import build_algorithm
 from fairfl_core.algorithms.fedavg import FedAvg
 from fairfl_core.experiments.config import ExperimentConfig, apply_overrides
-from fairfl_core.experiments.runner import eval_summary, run_experiment
+from fairfl_core.experiments.runner import eval_summary, run_experiment, stale
 from fairfl_core.experiments.store import RecoveryWarning, RunStore
 from fairfl_core.experiments.sweep import expand_sweep, run_sweep
 from fairfl_core.report.results import load_runs
@@ -132,6 +133,27 @@ def test_a_cached_run_whose_algorithm_defaults_changed_is_recomputed(cfg, tmp_pa
     summary_file.write_text(json.dumps(stored))
     monkeypatch.setattr(FedAvg, "round", lambda self, t: pytest.fail("a finished run was recomputed"))
     assert run_experiment(cfg, tmp_path, progress=False).summary == stored
+
+
+def test_a_hyperparameter_added_since_counts_at_its_old_value(cfg, tmp_path, monkeypatch):
+    """A run cached before ``server_momentum_lr`` existed ran at η_m = 1: reused while the config resolves to
+    1, recomputed when it sets another value (``runner.HYPER_ADDED_WITH_DEFAULT``)."""
+    first = run_experiment(cfg, tmp_path, progress=False)
+    assert first.summary["algorithm_hyper"]["server_momentum_lr"] == 1.0
+    summary_file = first.path / "summary.json"
+    stored = json.loads(summary_file.read_text())
+    del stored["algorithm_hyper"]["server_momentum_lr"]
+    summary_file.write_text(json.dumps(stored))
+    assert stale(stored, cfg) is None
+    monkeypatch.setattr(FedAvg, "round", lambda self, t: pytest.fail("a finished run was recomputed"))
+    assert run_experiment(cfg, tmp_path, progress=False).summary == stored
+    other = replace(cfg, algorithm=replace(cfg.algorithm, params={"server_momentum": 0.9}))
+    hyper = {**stored["algorithm_hyper"], "server_momentum": 0.9}
+    assert stale({**stored, "algorithm_hyper": hyper}, other) is None
+    lr = replace(
+        other, algorithm=replace(cfg.algorithm, params={"server_momentum": 0.9, "server_momentum_lr": 0.1})
+    )
+    assert "['server_momentum_lr']" in stale({**stored, "algorithm_hyper": hyper}, lr)
 
 
 def test_killed_run_resumes_to_identical_numbers(cfg, tmp_path, monkeypatch):
