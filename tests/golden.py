@@ -288,13 +288,22 @@ rounds of 2 steps and a final evaluation."""
 
 
 def retuned(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Goldens of ``new`` recorded in ``old`` under another numbers version or resolved hyperparameters."""
+    """Goldens of ``new`` recorded in ``old`` under another numbers version or resolved hyperparameters (a
+    hyperparameter added since counts at the value it adds with, as for cached runs:
+    ``runner.changed_hyper``)."""
+    from fairfl_core.experiments.runner import changed_hyper
+
+    def hyper_moved(was: dict[str, Any] | None, now: dict[str, Any] | None) -> bool:
+        return (was is None) != (now is None) or bool(now is not None and changed_hyper(was, now))
+
     return [
         name
         for name, g in new["goldens"].items()
         if name in old["goldens"]
-        and (g["numbers_version"], g.get("hyper"))
-        != (old["goldens"][name]["numbers_version"], old["goldens"][name].get("hyper"))
+        and (
+            g["numbers_version"] != old["goldens"][name]["numbers_version"]
+            or hyper_moved(old["goldens"][name].get("hyper"), g.get("hyper"))
+        )
     ]
 
 

@@ -241,7 +241,7 @@ def resolved_hyper(hyper: Any) -> dict[str, Any]:
 HYPER_ADDED_WITH_DEFAULT: dict[str, Any] = {"server_momentum_lr": 1.0}
 
 
-def _changed(stored: dict[str, Any] | None, current: dict[str, Any]) -> list[str]:
+def changed_hyper(stored: dict[str, Any] | None, current: dict[str, Any]) -> list[str]:
     """Hyperparameters whose resolved value differs from the cached run's (none for a run older than the
     record; a field the record predates counts at its ``HYPER_ADDED_WITH_DEFAULT`` value)."""
     if stored is None:
@@ -263,7 +263,7 @@ def stale(summary: dict[str, Any], cfg: ExperimentConfig, hyper: Any = None) -> 
     if recorded != current:
         was = recorded or "not recorded (a run older than numbers versions)"
         return f"computed by numbers version {was}, this code computes {current}"
-    changed = _changed(summary.get("algorithm_hyper"), resolved_hyper(hyper or cfg.checked_hyper()))
+    changed = changed_hyper(summary.get("algorithm_hyper"), resolved_hyper(hyper or cfg.checked_hyper()))
     if changed:
         return f"the cached run used other values of {changed} (an algorithm default changed since)"
     return None

@@ -303,7 +303,8 @@ TABLES = {
         "FedEBA+ Table 9, CIFAR-10 with an MLP", "fedeba_table9_", ("global_acc", "std", "worst5", "best5")
     ),
     "table10": AppendixTable(
-        "FedEBA+ Table 10, every method with server momentum 0.9 (x ← x + 0.1 v; heavy-ball rows: the control)",
+        "FedEBA+ Table 10, every method with server momentum 0.9 "
+        "(x ← x + 0.1 v; heavy-ball rows: the control)",
         "fedeba_table10_",
         ACC_VAR,
     ),
