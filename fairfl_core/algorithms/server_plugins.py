@@ -14,7 +14,7 @@ every algorithm whose Hyper includes ``ServerPluginHyper``:
   ``server_momentum_lr``. In a steady state the server moves η_m / (1 − β) times each round's Δ_t (Hsu et
   al.'s effective learning rate): η_m = 1 (the default, heavy-ball) moves it 10 times at β = 0.9, η_m = 1 − β
   once, i.e. v is then an exponential average of the Δ_t. Table 10 reads "global momentum = 0.9 and learning
-  rate η = 0.1" with η_m = 0.1 (``docs/readings.md``). For FedAvg with η_m = 1 this is FedAvgM
+  rate η = 0.1" with η_m = 0.1 (``papers/fedeba_plus/readings.md``). For FedAvg with η_m = 1 this is FedAvgM
   (``fedavgm``: v ← β v + Σ p_k Δ_k, x ← x + η_g v; the buffer here is η_g v).
 
 FedVARP is applied first, momentum to its corrected Δ_t. With both off (the defaults) the aggregated model

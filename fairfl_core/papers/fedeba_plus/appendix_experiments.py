@@ -14,7 +14,7 @@ runs. Settings, helpers and data stand-ins come from
   learning rate η = 0.1", is read as v ← 0.9 v + Δ_t, x ← x + 0.1 v (``server_momentum_lr`` 0.1: the
   server's steady step is the aggregate's own, Hsu et al.'s effective rate 1); every row is run with
   heavy-ball momentum too (x ← x + v, ten times the step), the control that shows what the reading
-  changes (``docs/readings.md``). Table 10's AFL rows apply the momentum to AFL's model step (its λ step is
+  changes (``readings.md`` here). Table 10's AFL rows apply the momentum to AFL's model step (its λ step is
   unchanged); AFL takes all 100 clients every round, so only the paper profile runs them.
 * **Table 13**: symmetric label noise ε = 0.5 on every client's training labels (``DataSpec.label_noise``,
   drawn from the partition seed; test labels clean). The baselines' hyper-parameters are not given for this
