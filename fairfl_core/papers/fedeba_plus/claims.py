@@ -216,8 +216,13 @@ def matched_steps(a: float, b: float) -> bool:
 def better(experiment: Experiment, name: str, method: str, than: str, source: str,
             metrics_: tuple[str, ...] = ("var", "global_acc"), note: str = "",
             primary: bool = False) -> list[Claim]:  # fmt: skip
-    """``name`` (method ``method``) has a lower variance and a higher global accuracy than ``than``."""
-    what = {"var": ("lower variance", "<"), "global_acc": ("higher global accuracy", ">")}
+    """``name`` (method ``method``) has a lower variance (or client-accuracy std) and a higher global accuracy
+    than ``than``: one claim per metric of ``metrics_``."""
+    what = {
+        "var": ("lower variance", "<"),
+        "std": ("lower client-accuracy std", "<"),
+        "global_acc": ("higher global accuracy", ">"),
+    }
     steps = step_note(experiment, method, than)
     return [
         Claim(

@@ -155,8 +155,8 @@ def _profiles(column: str, table: str | None = None) -> dict[str, Profile]:
     short = _quick_methods(column).get(table) if table else None
     return {
         "smoke": Profile(
-            f"CI check: {what}10 samples per class per client, tested on a fifth of them (not on the official "
-            "test set), 2 local steps, 2 rounds (evaluated at 0 and 2), 1 seed",
+            f"CI check: {what}10 samples per class per client, tested on a fifth of them (not on the "
+            "official test set), 2 local steps, 2 rounds (evaluated at 0 and 2), 1 seed",
             2,
             (0,),
             2,

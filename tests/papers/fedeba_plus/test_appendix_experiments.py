@@ -116,7 +116,7 @@ def test_label_noise_only_in_table13_and_quick_profiles_are_short():
     assert all(c.algorithm.name != "afl" for cs in quick.values() for c in cs)  # all clients every round
     assert [c.name for c in quick["fedeba_table13_noise_cifar10"]] == ["FedAvg", "FedEBA+"]
     assert (
-        len(quick["fedeba_table9_mlp"]) == 8 and len(experiment_configs("fedeba_table9_mlp", "paper")) == 100
+        len(quick["fedeba_table9_mlp"]) == 8 and len(experiment_configs("fedeba_table9_mlp", "paper")) == 105
     )
 
 
