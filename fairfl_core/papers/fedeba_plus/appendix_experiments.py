@@ -155,8 +155,8 @@ NOISE = ("data.label_noise=0.5",)
 TABLE13 = (FEDAVG, _T1["q-FFL (q=0.5)"], AFL_T8, FEDFV_T8, _T1[OURS])
 
 # FedEBA+'s local step in update units is ≈0.019 against the baselines' 0.1: at the paper profile each table
-# of the appendix on Fashion-MNIST runs FedAvg at lr 0.02 too (with the table's plug-in), as Table 1 does, so
-# that its comparisons carry their matched-step control (the short profiles leave it out)
+# of the appendix (Table 13's Fashion-MNIST column) runs FedAvg at lr 0.02 too (with the table's plug-in), as
+# Table 1 does, so that its comparisons carry their matched-step control (the short profiles leave it out)
 TABLE9_MATCHED = (FEDAVG_MATCHED,)
 TABLE10_MATCHED = _with(MOMENTUM, (FEDAVG_MATCHED,))
 HEAVY_BALL_LABEL = " [heavy-ball: x ← x + v]"
