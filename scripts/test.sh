@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 fast=0
 if [ "${1:-}" = --fast ]; then fast=1; shift; fi
 bash scripts/setup.sh
-.venv/bin/ruff check fairfl_core tests benchmarks notebooks
+.venv/bin/ruff check fairfl_core tests benchmarks notebooks scripts
 .venv/bin/python -m mypy  # configured in pyproject.toml: fairfl_core/
 # the tests that compare computations, again as on a CPU whose kernels round otherwise (tests/README.md)
 jitter=(tests/sim tests/flower tests/algorithms tests/experiments tests/papers tests/gossip tests/models)
