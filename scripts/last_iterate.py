@@ -56,10 +56,13 @@ def reported_and_last(run: Path) -> dict[str, dict[str, float]]:
         which: eval_summary(evaluate(model, sim, checkpoint["round"]), sim.groups)
         for which, model in (("reported", algo), ("last", _Iterate(algo.w)))
     }
-    if not np.isclose(out["reported"]["global_acc"], summary["global_acc"], rtol=0, atol=1e-9):
+    # on the machine that computed the run the two are one computation; elsewhere other kernels may flip the
+    # prediction of a test sample at a near-tie: 0.05 points is 5 of Fashion-MNIST's 10,000 test images
+    if abs(out["reported"]["global_acc"] - summary["global_acc"]) > 0.05:
         raise SystemExit(
             f"{run}: the reported model's accuracy {out['reported']['global_acc']:.4f} is not the summary's "
-            f"{summary['global_acc']:.4f}: the checkpoint is not the run's final state; recompute the run"
+            f"{summary['global_acc']:.4f} (±0.05): the checkpoint is not the run's final state; recompute "
+            "the run"
         )
     return out
 
