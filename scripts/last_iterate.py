@@ -82,6 +82,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("results", nargs="?", default="results/paper", type=Path)
     parser.add_argument("--algorithm", default="afl", help="the algorithm's registered name (default: afl)")
     args = parser.parse_args(argv)
+    if not args.results.is_dir():
+        raise SystemExit(f"{args.results}: no such results folder; pass results/<profile> (results/paper)")
     torch.set_num_threads(1)
     rows: dict[tuple, list[dict]] = defaultdict(list)
     diverged: dict[tuple, int] = defaultdict(int)

@@ -55,3 +55,5 @@ def test_the_table_groups_seeds(tmp_path, capsys):
     assert len(lines) == 3 and lines[2].startswith("| AFL | 0.0 | 1.0 | 0.0 | 2 (0) | ")
     with pytest.raises(SystemExit, match="no finished ditto run"):
         last_iterate.main([str(tmp_path), "--algorithm", "ditto"])
+    with pytest.raises(SystemExit, match="no such results folder"):
+        last_iterate.main([str(tmp_path / "missing")])
